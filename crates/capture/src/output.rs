@@ -1,0 +1,127 @@
+//! Output files that are never passed off as complete when they are not.
+//!
+//! [`AtomicFile`] writes to a hidden temporary file beside the destination and renames it into
+//! place only on [`AtomicFile::commit`]; dropped without a commit (an error, a panic), it removes
+//! the temporary file, so a half-written output never takes the final name.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+
+/// A file written in full, then renamed into place.
+#[derive(Debug)]
+pub struct AtomicFile {
+    dest: PathBuf,
+    tmp: PathBuf,
+    out: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Starts writing `dest`. Without `force`, an existing `dest` is an [`Error::Exists`].
+    ///
+    /// # Errors
+    /// The destination exists (without `force`), or its directory is not writable.
+    pub fn create(dest: impl AsRef<Path>, force: bool) -> Result<Self, Error> {
+        let dest = dest.as_ref().to_path_buf();
+        if !force && dest.exists() {
+            return Err(Error::Exists {
+                path: dest.display().to_string(),
+            });
+        }
+        let name = dest
+            .file_name()
+            .ok_or_else(|| Error::Invalid(format!("{} is not a file name", dest.display())))?;
+        let tmp = dest.with_file_name(format!(
+            ".{}.partial-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display())))?;
+        Ok(Self {
+            dest,
+            tmp,
+            out: Some(BufWriter::with_capacity(1 << 16, file)),
+        })
+    }
+
+    /// The final path.
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    ///
+    /// # Errors
+    /// I/O errors; the temporary file is removed on failure.
+    pub fn commit(mut self) -> Result<(), Error> {
+        let out = self.out.take().expect("commit is called once");
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&self.tmp, &self.dest)?;
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.as_mut().expect("not committed").write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.as_mut().expect("not committed").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.out.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `dest` atomically (see [`AtomicFile`]).
+///
+/// # Errors
+/// As [`AtomicFile::create`] and [`AtomicFile::commit`].
+pub fn write_atomic(dest: impl AsRef<Path>, bytes: &[u8], force: bool) -> Result<(), Error> {
+    let mut file = AtomicFile::create(dest, force)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncommitted_file_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.jtr");
+        {
+            let mut f = AtomicFile::create(&dest, false).unwrap();
+            f.write_all(b"half").unwrap();
+        }
+        assert!(!dest.exists());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn commit_renames_and_refuses_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.jtr");
+        write_atomic(&dest, b"one", false).unwrap();
+        assert_eq!(fs::read(&dest).unwrap(), b"one");
+        assert!(matches!(write_atomic(&dest, b"two", false), Err(Error::Exists { .. })));
+        write_atomic(&dest, b"two", true).unwrap();
+        assert_eq!(fs::read(&dest).unwrap(), b"two");
+    }
+}

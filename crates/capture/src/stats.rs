@@ -1,0 +1,243 @@
+//! Per-stream receive statistics: counts, loss, duplicates, reordering and RFC 3550 jitter.
+
+use std::collections::HashSet;
+
+use crate::decode::{Decoded, Sample, StreamInfo};
+use crate::time::Nanos;
+
+/// Loss bursts: runs of consecutive sequence numbers never received.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LossBursts {
+    /// How many runs.
+    pub count: u64,
+    /// Mean run length in packets (0 when there is none).
+    pub mean_len: f64,
+    /// Longest run in packets.
+    pub max_len: u64,
+}
+
+/// RFC 3550 interarrival jitter (§6.4.1, A.8), in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JitterStats {
+    /// The estimate after the last packet.
+    pub last_ms: f64,
+    /// Wireshark's mean: the sum of the estimate over regular packets divided by all packets.
+    pub mean_ms: f64,
+    /// The largest estimate over regular packets.
+    pub max_ms: f64,
+}
+
+/// What one stream's receiver saw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamStats {
+    /// Packets received, duplicates included (as Wireshark counts them).
+    pub packets: u64,
+    /// Distinct sequence numbers in `first_seq..=last_seq`.
+    pub expected: u64,
+    /// Distinct sequence numbers in that range never received: duplicates do not hide loss.
+    pub lost: u64,
+    /// Packets whose sequence number had already been received.
+    pub duplicates: u64,
+    /// Packets (not duplicates) that arrived after a higher sequence number.
+    pub reordered: u64,
+    /// Runs of lost packets.
+    pub loss_bursts: LossBursts,
+    /// Lowest sequence number received.
+    pub first_seq: i64,
+    /// Highest sequence number received.
+    pub last_seq: i64,
+    /// First arrival, local clock.
+    pub first_arrival: Nanos,
+    /// Last arrival, local clock.
+    pub last_arrival: Nanos,
+    /// Jitter, or `None` when send times are unknown (RTP without a clock rate).
+    pub jitter: Option<JitterStats>,
+}
+
+impl StreamStats {
+    /// `last_arrival − first_arrival`.
+    pub fn duration(&self) -> Nanos {
+        self.last_arrival - self.first_arrival
+    }
+
+    /// Packets per second over the duration (0 for a single packet).
+    pub fn mean_rate(&self) -> f64 {
+        let secs = self.duration().as_secs_f64();
+        if secs > 0.0 { self.packets as f64 / secs } else { 0.0 }
+    }
+}
+
+/// The RFC 3550 jitter estimator, with Wireshark's rules for which packets count.
+///
+/// `J ← J + (|D| − J)/16` with `D = (Rᵢ − Rᵢ₋₁) − (Sᵢ − Sᵢ₋₁)` over packets in send-time order
+/// (C16): a packet whose send time goes backwards neither updates nor counts. Clock offset
+/// between the hosts cancels in `D`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Jitter {
+    prev: Option<(Nanos, Nanos)>,
+    j_ms: f64,
+    sum_ms: f64,
+    max_ms: f64,
+    packets: u64,
+}
+
+impl Jitter {
+    /// Feeds one packet: its send time (sender clock), arrival (local clock), and whether it is
+    /// "regular" (Wireshark skips marker-bit packets in min/max/mean).
+    pub fn push(&mut self, send: Nanos, arrival: Nanos, regular: bool) {
+        self.packets += 1;
+        match self.prev {
+            None => self.prev = Some((send, arrival)),
+            Some((ps, _)) if send < ps => {}
+            Some((ps, pa)) => {
+                let d = ((arrival - pa) - (send - ps)).abs().as_millis_f64();
+                self.j_ms += (d - self.j_ms) / 16.0;
+                self.prev = Some((send, arrival));
+                if regular {
+                    self.sum_ms += self.j_ms;
+                    self.max_ms = self.max_ms.max(self.j_ms);
+                }
+            }
+        }
+    }
+
+    /// The current estimate in ms.
+    pub fn current_ms(&self) -> f64 {
+        self.j_ms
+    }
+
+    /// Last, mean and max.
+    pub fn stats(&self) -> JitterStats {
+        JitterStats {
+            last_ms: self.j_ms,
+            mean_ms: if self.packets > 0 { self.sum_ms / self.packets as f64 } else { 0.0 },
+            max_ms: self.max_ms,
+        }
+    }
+}
+
+/// Computes statistics for every stream of a decoded trace (received samples only).
+pub fn stream_stats(decoded: &Decoded) -> Vec<StreamStats> {
+    decoded
+        .streams
+        .iter()
+        .map(|info| stats_for(info, decoded.stream_samples(info.id)))
+        .collect()
+}
+
+/// Computes one stream's statistics from its samples in arrival order.
+pub fn stats_for<'a>(info: &StreamInfo, samples: impl Iterator<Item = &'a Sample>) -> StreamStats {
+    let mut s = StreamStats {
+        first_seq: i64::MAX,
+        last_seq: i64::MIN,
+        first_arrival: Nanos::MAX,
+        last_arrival: Nanos::MIN,
+        ..StreamStats::default()
+    };
+    let mut seen = HashSet::new();
+    let mut jitter = Jitter::default();
+    let mut highest = i64::MIN;
+    for sample in samples {
+        s.packets += 1;
+        s.first_arrival = s.first_arrival.min(sample.arrival);
+        s.last_arrival = s.last_arrival.max(sample.arrival);
+        if !seen.insert(sample.seq) {
+            s.duplicates += 1;
+        } else if sample.seq < highest {
+            s.reordered += 1;
+        }
+        highest = highest.max(sample.seq);
+        jitter.push(sample.send, sample.arrival, !sample.marker);
+    }
+    if s.packets == 0 {
+        return StreamStats::default();
+    }
+    let mut seqs: Vec<i64> = seen.into_iter().collect();
+    seqs.sort_unstable();
+    s.first_seq = seqs[0];
+    s.last_seq = seqs[seqs.len() - 1];
+    s.expected = (s.last_seq - s.first_seq) as u64 + 1;
+    s.lost = s.expected - seqs.len() as u64;
+    let mut burst_total = 0u64;
+    for pair in seqs.windows(2) {
+        let gap = (pair[1] - pair[0] - 1) as u64;
+        if gap > 0 {
+            s.loss_bursts.count += 1;
+            s.loss_bursts.max_len = s.loss_bursts.max_len.max(gap);
+            burst_total += gap;
+        }
+    }
+    if s.loss_bursts.count > 0 {
+        s.loss_bursts.mean_len = burst_total as f64 / s.loss_bursts.count as f64;
+    }
+    s.jitter = info.has_send_times().then(|| jitter.stats());
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 3550 example from anchors.md §7: 8 kHz, ts 0/160/320/480, arrivals 0/20/45/60 ms
+    /// → J = 0, 2.5, 4.84375 in RTP timestamp units (C16); this estimator reports ms, so
+    /// the values are converted at 8 units per ms.
+    #[test]
+    fn c16_rfc3550_jitter_vector() {
+        let mut j = Jitter::default();
+        let mut got = Vec::new();
+        for (ts, arr) in [(0, 0), (160, 20), (320, 45), (480, 60)] {
+            j.push(Nanos(ts * 1_000_000_000 / 8000), Nanos::from_millis(arr), true);
+            got.push(j.current_ms() * 8.0);
+        }
+        assert_eq!(got, vec![0.0, 0.0, 2.5, 4.84375]);
+    }
+
+    #[test]
+    fn c16_clock_offset_cancels() {
+        let mut a = Jitter::default();
+        let mut b = Jitter::default();
+        for (send, arr) in [(0, 3), (20, 27), (40, 41), (60, 70)] {
+            a.push(Nanos::from_millis(send), Nanos::from_millis(arr), true);
+            b.push(Nanos::from_millis(send + 5_000), Nanos::from_millis(arr), true);
+        }
+        assert_eq!(a.stats(), b.stats());
+    }
+
+    fn sample(seq: i64, send_ms: i64, arr_ms: i64) -> Sample {
+        Sample {
+            stream: 0,
+            seq,
+            send: Nanos::from_millis(send_ms),
+            arrival: Nanos::from_millis(arr_ms),
+            values: vec![],
+            state: None,
+            event: None,
+            marker: false,
+            payload_type: None,
+        }
+    }
+
+    #[test]
+    fn duplicates_do_not_hide_loss() {
+        let info = StreamInfo {
+            id: 0,
+            ssrc: None,
+            probe_stream: Some(0),
+            src: None,
+            dst: None,
+            payload_type: None,
+            clock_rate: None,
+            channels: vec![],
+        };
+        // 1 2 2 5 4 8: lost 3, 6, 7 (bursts of 1 and 2), one duplicate, one reordered.
+        let samples: Vec<Sample> = [1, 2, 2, 5, 4, 8]
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| sample(q, q * 20, i as i64 * 20 + 30))
+            .collect();
+        let s = stats_for(&info, samples.iter());
+        assert_eq!((s.packets, s.expected, s.lost, s.duplicates, s.reordered), (6, 8, 3, 1, 1));
+        assert_eq!(s.loss_bursts, LossBursts { count: 2, mean_len: 1.5, max_len: 2 });
+        assert!(s.jitter.is_some());
+    }
+}
