@@ -36,7 +36,10 @@ pub fn import_csv<R: Read>(input: R, source_name: &str) -> Result<Imported, Erro
         .has_headers(true)
         .trim(csv::Trim::All)
         .from_reader(input);
-    let header_row = rdr.headers().map_err(|e| csv_error(&e, "the header row"))?.clone();
+    let header_row = rdr
+        .headers()
+        .map_err(|e| csv_error(&e, "the header row"))?
+        .clone();
     let names: Vec<&str> = header_row.iter().collect();
     let mut seen = HashSet::new();
     for (i, name) in names.iter().enumerate() {
@@ -61,7 +64,10 @@ pub fn import_csv<R: Read>(input: R, source_name: &str) -> Result<Imported, Erro
         *slot = find(want).ok_or_else(|| Error::Csv {
             line: 1,
             column: want.to_owned(),
-            reason: format!("required column is missing (header has: {})", names.join(",")),
+            reason: format!(
+                "required column is missing (header has: {})",
+                names.join(",")
+            ),
         })?;
     }
     let [seq_i, send_i, arrival_i] = idx;
@@ -118,7 +124,10 @@ pub fn import_csv<R: Read>(input: R, source_name: &str) -> Result<Imported, Erro
         } else {
             Some(Nanos::from_millis_f64(number(arrival_i)?))
         };
-        let values = value_cols.iter().map(|&i| number(i)).collect::<Result<Vec<_>, _>>()?;
+        let values = value_cols
+            .iter()
+            .map(|&i| number(i))
+            .collect::<Result<Vec<_>, _>>()?;
         rows.push((
             arrival,
             Probe {
@@ -206,7 +215,10 @@ mod tests {
         assert_eq!(imported.header.hints["channels"], "value");
         let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
         let first = dec.decode(&imported.records[0]).unwrap();
-        assert_eq!((first.seq, first.send, first.arrival), (3, Nanos::from_millis(150), Nanos::from_millis(151)));
+        assert_eq!(
+            (first.seq, first.send, first.arrival),
+            (3, Nanos::from_millis(150), Nanos::from_millis(151))
+        );
         assert_eq!(first.values, vec![15.0]);
     }
 
@@ -221,10 +233,17 @@ mod tests {
 
     #[test]
     fn malformed_rows_name_line_and_column() {
-        let err = import_csv("seq,send_ms,arrival_ms\n1,2,3\n2,abc,4\n".as_bytes(), "x").unwrap_err();
-        assert_eq!(err.to_string(), "CSV line 3, column send_ms: 'abc' is not a number");
+        let err =
+            import_csv("seq,send_ms,arrival_ms\n1,2,3\n2,abc,4\n".as_bytes(), "x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CSV line 3, column send_ms: 'abc' is not a number"
+        );
         let err = import_csv("seq,send_ms,arrival_ms\n1,2\n".as_bytes(), "x").unwrap_err();
-        assert!(err.to_string().contains("line 2") && err.to_string().contains("expected 3 fields"), "{err}");
+        assert!(
+            err.to_string().contains("line 2") && err.to_string().contains("expected 3 fields"),
+            "{err}"
+        );
         let err = import_csv("seq,send_ms\n1,2\n".as_bytes(), "x").unwrap_err();
         assert!(err.to_string().contains("arrival_ms"), "{err}");
         let err = import_csv("seq,send_ms,arrival_ms,v\n-1,2,3,4\n".as_bytes(), "x").unwrap_err();

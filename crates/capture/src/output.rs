@@ -43,7 +43,9 @@ impl AtomicFile {
             .create(true)
             .truncate(true)
             .open(&tmp)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display())))?;
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display()))
+            })?;
         Ok(Self {
             dest,
             tmp,
@@ -120,7 +122,10 @@ mod tests {
         let dest = dir.path().join("out.jtr");
         write_atomic(&dest, b"one", false).unwrap();
         assert_eq!(fs::read(&dest).unwrap(), b"one");
-        assert!(matches!(write_atomic(&dest, b"two", false), Err(Error::Exists { .. })));
+        assert!(matches!(
+            write_atomic(&dest, b"two", false),
+            Err(Error::Exists { .. })
+        ));
         write_atomic(&dest, b"two", true).unwrap();
         assert_eq!(fs::read(&dest).unwrap(), b"two");
     }

@@ -63,7 +63,11 @@ impl StreamStats {
     /// Packets per second over the duration (0 for a single packet).
     pub fn mean_rate(&self) -> f64 {
         let secs = self.duration().as_secs_f64();
-        if secs > 0.0 { self.packets as f64 / secs } else { 0.0 }
+        if secs > 0.0 {
+            self.packets as f64 / secs
+        } else {
+            0.0
+        }
     }
 }
 
@@ -110,7 +114,11 @@ impl Jitter {
     pub fn stats(&self) -> JitterStats {
         JitterStats {
             last_ms: self.j_ms,
-            mean_ms: if self.packets > 0 { self.sum_ms / self.packets as f64 } else { 0.0 },
+            mean_ms: if self.packets > 0 {
+                self.sum_ms / self.packets as f64
+            } else {
+                0.0
+            },
             max_ms: self.max_ms,
         }
     }
@@ -186,7 +194,11 @@ mod tests {
         let mut j = Jitter::default();
         let mut got = Vec::new();
         for (ts, arr) in [(0, 0), (160, 20), (320, 45), (480, 60)] {
-            j.push(Nanos(ts * 1_000_000_000 / 8000), Nanos::from_millis(arr), true);
+            j.push(
+                Nanos(ts * 1_000_000_000 / 8000),
+                Nanos::from_millis(arr),
+                true,
+            );
             got.push(j.current_ms() * 8.0);
         }
         assert_eq!(got, vec![0.0, 0.0, 2.5, 4.84375]);
@@ -198,7 +210,11 @@ mod tests {
         let mut b = Jitter::default();
         for (send, arr) in [(0, 3), (20, 27), (40, 41), (60, 70)] {
             a.push(Nanos::from_millis(send), Nanos::from_millis(arr), true);
-            b.push(Nanos::from_millis(send + 5_000), Nanos::from_millis(arr), true);
+            b.push(
+                Nanos::from_millis(send + 5_000),
+                Nanos::from_millis(arr),
+                true,
+            );
         }
         assert_eq!(a.stats(), b.stats());
     }
@@ -236,8 +252,18 @@ mod tests {
             .map(|(i, &q)| sample(q, q * 20, i as i64 * 20 + 30))
             .collect();
         let s = stats_for(&info, samples.iter());
-        assert_eq!((s.packets, s.expected, s.lost, s.duplicates, s.reordered), (6, 8, 3, 1, 1));
-        assert_eq!(s.loss_bursts, LossBursts { count: 2, mean_len: 1.5, max_len: 2 });
+        assert_eq!(
+            (s.packets, s.expected, s.lost, s.duplicates, s.reordered),
+            (6, 8, 3, 1, 1)
+        );
+        assert_eq!(
+            s.loss_bursts,
+            LossBursts {
+                count: 2,
+                mean_len: 1.5,
+                max_len: 2
+            }
+        );
         assert!(s.jitter.is_some());
     }
 }

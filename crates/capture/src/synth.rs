@@ -150,6 +150,18 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The trace embedded in `jitterlab demo` (`fixtures/traces/demo-wifi-20hz.jtr`): 30 s of
+    /// 20 Hz snapshots over a Wi-Fi-like link with delay spikes, 2 % burst loss and a few
+    /// duplicates.
+    pub fn demo() -> Self {
+        Self {
+            duration: Nanos::from_secs(30),
+            ..Self::default()
+        }
+    }
+}
+
 /// Generates the trace: a header and records in file order (ground truth `Sent` records at the
 /// local send time, `Received` records at arrival, interleaved by time).
 pub fn generate(config: &Config) -> (Header, Vec<Record>) {
@@ -179,9 +191,18 @@ pub fn generate(config: &Config) -> (Header, Vec<Record>) {
             values: config.motion.at(send_sender),
         };
         let payload = probe.emit();
-        timed.push((send_local, 0, tick, Record::sent(send_local, payload.clone())));
+        timed.push((
+            send_local,
+            0,
+            tick,
+            Record::sent(send_local, payload.clone()),
+        ));
 
-        bad = if bad { !rng.chance(to_good) } else { rng.chance(to_bad) };
+        bad = if bad {
+            !rng.chance(to_good)
+        } else {
+            rng.chance(to_bad)
+        };
         if spike_left == 0 && rng.chance(config.spike_chance) {
             spike_left = config.spike_len;
         }
@@ -219,10 +240,12 @@ pub fn generate(config: &Config) -> (Header, Vec<Record>) {
         0,
     );
     header.decoder = Some("probe".into());
-    header.hints.insert("channels".into(), config.motion.channels().into());
     header
-        .notes
-        .push("synthetic trace: creation time fixed at the epoch so equal seeds give equal bytes".into());
+        .hints
+        .insert("channels".into(), config.motion.channels().into());
+    header.notes.push(
+        "synthetic trace: creation time fixed at the epoch so equal seeds give equal bytes".into(),
+    );
     (header, timed.into_iter().map(|(.., r)| r).collect())
 }
 

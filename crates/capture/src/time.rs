@@ -142,7 +142,11 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "m" | "min" => 60e9,
-        _ => return Err(format!("'{text}' has unknown unit '{unit}' (use ns, us, ms, s or m)")),
+        _ => {
+            return Err(format!(
+                "'{text}' has unknown unit '{unit}' (use ns, us, ms, s or m)"
+            ));
+        }
     };
     let ns = value * scale;
     if ns.abs() > 9.0e18 {

@@ -338,8 +338,12 @@ impl<W: Write> Writer<W> {
 
 fn encode_error(err: rmp_serde::encode::Error) -> Error {
     match err {
-        rmp_serde::encode::Error::InvalidValueWrite(rmp::encode::ValueWriteError::InvalidMarkerWrite(e))
-        | rmp_serde::encode::Error::InvalidValueWrite(rmp::encode::ValueWriteError::InvalidDataWrite(e)) => Error::Io(e),
+        rmp_serde::encode::Error::InvalidValueWrite(
+            rmp::encode::ValueWriteError::InvalidMarkerWrite(e),
+        )
+        | rmp_serde::encode::Error::InvalidValueWrite(
+            rmp::encode::ValueWriteError::InvalidDataWrite(e),
+        ) => Error::Io(e),
         other => Error::Io(io::Error::other(other.to_string())),
     }
 }
@@ -533,7 +537,11 @@ pub fn sniff(bytes: &[u8]) -> bool {
     // A map-encoded header starts with a map marker, then the key "format" (fixstr 6), then
     // the fixstr "jitterlab-trace".
     let is_map = matches!(bytes.first(), Some(0x80..=0x8f | 0xde | 0xdf));
-    is_map && bytes.windows(FORMAT_NAME.len()).take(24).any(|w| w == FORMAT_NAME.as_bytes())
+    is_map
+        && bytes
+            .windows(FORMAT_NAME.len())
+            .take(24)
+            .any(|w| w == FORMAT_NAME.as_bytes())
 }
 
 #[cfg(test)]

@@ -1,1 +1,57 @@
-fn main() {}
+//! `jitterlab`: record jitter, replay it through buffer policies, see what a player would see.
+//!
+//! The binary only parses arguments, opens files and prints; the work is in the
+//! `jitterlab-capture`, `jitterlab-replay` and `jitterlab-report` crates.
+
+mod cmd;
+mod input;
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Record-and-replay toolkit for jitter buffers and snapshot interpolation.
+#[derive(Debug, Parser)]
+#[command(name = "jitterlab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay the embedded demo trace through a few fixed delays and write a PNG report.
+    Demo(cmd::demo::Args),
+    /// Convert a CSV log into a jitterlab trace.
+    Import(cmd::import::Args),
+    /// Per-stream statistics: packets, loss, duplicates, reordering, RFC 3550 jitter.
+    Info(cmd::info::Args),
+    /// Replay a trace through a buffer policy and report what a player would have seen.
+    Replay(cmd::replay::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => cmd::demo::run(&args),
+        Command::Import(args) => cmd::import::run(&args),
+        Command::Info(args) => cmd::info::run(&args),
+        Command::Replay(args) => cmd::replay::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS, // `jitterlab … | head`
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,1 +1,43 @@
-//! placeholder
+//! Deterministic, sans-IO replay of recorded traffic through jitter-buffer policies.
+//!
+//! Feed a stream's decoded samples (from `jitterlab-capture`) and a frame clock to
+//! [`replay_stream`] with a [`Policy`]: it returns what a player would have seen, frame by
+//! frame ([`Frame`]) and summarised ([`Metrics`], [`Summary`]). Nothing here reads a file or
+//! the OS clock, so the same input always gives the same output.
+//!
+//! The buffer itself is [`SnapshotBuffer`] (contracts C4–C11); [`playout`] plays discrete
+//! frames at send time + delay (C21, C22).
+//!
+//! # Example
+//! ```
+//! use jitterlab_capture::{Nanos, Sample};
+//! use jitterlab_replay::{replay_stream, ClockMapping, FrameClock, Mode, Policy};
+//!
+//! // Seed 000: samples at 50/100/150 ms arriving out of order, sampled at 225 ms.
+//! let mk = |seq: i64, send: i64, arrival: i64, v: f64| Sample {
+//!     stream: 0, seq, send: Nanos::from_millis(send), arrival: Nanos::from_millis(arrival),
+//!     values: vec![v], state: None, event: None, marker: false, payload_type: None,
+//! };
+//! let samples = [mk(3, 150, 151, 15.0), mk(1, 50, 152, 5.0), mk(2, 100, 153, 10.0)];
+//! let policy: Policy = "fixed:delay=100ms,max_gap=120ms".parse()?;
+//! let mut shown = Vec::new();
+//! replay_stream(&samples, &[], &policy, &FrameClock::At(vec![Nanos::from_millis(225)]),
+//!     ClockMapping::Fixed(Nanos::ZERO), |f| shown.push((f.mode, f.alpha, f.value.to_vec())))?;
+//! assert_eq!(shown, [(Mode::Interpolate, Some(0.5), vec![12.5])]);
+//! # Ok::<(), jitterlab_replay::Error>(())
+//! ```
+
+pub mod buffer;
+pub mod clock;
+mod error;
+pub mod metrics;
+pub mod playout;
+pub mod policy;
+mod run;
+
+pub use buffer::{HoldReason, Mode, Pick, Push, SnapshotBuffer};
+pub use clock::ClockMapping;
+pub use error::Error;
+pub use metrics::{LogHistogram, Metrics, Reference, Summary};
+pub use policy::{FixedConfig, Policy};
+pub use run::{Frame, FrameClock, TraceReplay, replay_stream, replay_trace};

@@ -1,1 +1,36 @@
-//! placeholder
+//! Reports for jitterlab: PNG figures (plotters, embedded font) and summary tables (polars).
+//!
+//! [`run_policies`] replays one stream through several configurations and keeps per-frame
+//! logs; [`write_report`] turns them into `network.png`, `buffer-depth.png`, `error.png`,
+//! `summary.csv`, `index.md` and `index.html`. [`Figure`] is the small drawing model underneath:
+//! titled panels of series, reduced per pixel column so long traces draw quickly.
+//!
+//! # Example
+//! ```
+//! use jitterlab_report::figure::{Figure, Panel, Series, Style};
+//!
+//! let panel = Panel {
+//!     title: "ramp".into(),
+//!     x_label: "time (s)".into(),
+//!     y_label: "value".into(),
+//!     series: vec![Series { label: "x".into(), color: 0, style: Style::Line,
+//!                           points: vec![(0.0, 0.0), (1.0, 1.0)] }],
+//!     ..Panel::default()
+//! };
+//! let png = Figure { size: (320, 240), ..Figure::new("demo", vec![panel]) }.render_png()?;
+//! assert_eq!(&png[1..4], b"PNG");
+//! # Ok::<(), jitterlab_report::Error>(())
+//! ```
+
+mod error;
+pub mod figure;
+pub mod figures;
+pub mod runs;
+pub mod table;
+mod write;
+
+pub use error::Error;
+pub use figure::Figure;
+pub use runs::{FrameLog, Run, run_policies};
+pub use table::summary_frame;
+pub use write::{Written, write_report};

@@ -206,7 +206,11 @@ impl DecoderConfig {
     /// # Errors
     /// Not of the form `PT=HZ`, PT over 127, or HZ of 0.
     pub fn add_clock_rate(&mut self, spec: &str) -> Result<(), Error> {
-        let bad = || Error::Invalid(format!("--clock-rate '{spec}': expected PT=HZ, e.g. 96=90000"));
+        let bad = || {
+            Error::Invalid(format!(
+                "--clock-rate '{spec}': expected PT=HZ, e.g. 96=90000"
+            ))
+        };
         let (pt, hz) = spec.split_once('=').ok_or_else(bad)?;
         let pt: u8 = pt.trim().parse().map_err(|_| bad())?;
         let hz: u32 = hz.trim().parse().map_err(|_| bad())?;
@@ -347,8 +351,9 @@ impl StreamDecoder {
         match self.config.kind {
             DecoderKind::Probe => {
                 let p = probe::Probe::parse(&rec.payload)?;
-                let seq = i64::try_from(p.tick)
-                    .map_err(|_| DecodeError::new(format!("probe tick {} is out of range", p.tick)))?;
+                let seq = i64::try_from(p.tick).map_err(|_| {
+                    DecodeError::new(format!("probe tick {} is out of range", p.tick))
+                })?;
                 let key = StreamKey::Probe {
                     stream: p.stream,
                     direction: rec.direction,
@@ -420,7 +425,12 @@ pub fn decode_trace<R: Read>(
     let channels = header
         .hints
         .get("channels")
-        .map(|c| c.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+        .map(|c| {
+            c.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     let mut decoder = StreamDecoder::new(config, channels);
     let mut out = Decoded::default();
@@ -436,7 +446,8 @@ pub fn decode_trace<R: Read>(
             Err(err) => {
                 out.skipped += 1;
                 if out.skip_examples.len() < MAX_SKIP_EXAMPLES {
-                    out.skip_examples.push(format!("record {}: {err}", reader.records() - 1));
+                    out.skip_examples
+                        .push(format!("record {}: {err}", reader.records() - 1));
                 }
             }
         }

@@ -150,7 +150,12 @@ mod tests {
     fn rejects_bad_packets() {
         let bytes = probe().emit();
         assert!(Probe::parse(&bytes[..31]).is_err());
-        assert!(Probe::parse(&bytes[..40]).unwrap_err().to_string().contains("claims 3 values"));
+        assert!(
+            Probe::parse(&bytes[..40])
+                .unwrap_err()
+                .to_string()
+                .contains("claims 3 values")
+        );
         let mut bad = bytes.clone();
         bad[0] = b'X';
         assert!(Probe::parse(&bad).is_err());
@@ -159,6 +164,11 @@ mod tests {
         assert!(Probe::parse(&bad).is_err());
         let mut nan = probe();
         nan.values[1] = f64::NAN;
-        assert!(Probe::parse(&nan.emit()).unwrap_err().to_string().contains("not finite"));
+        assert!(
+            Probe::parse(&nan.emit())
+                .unwrap_err()
+                .to_string()
+                .contains("not finite")
+        );
     }
 }

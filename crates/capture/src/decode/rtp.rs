@@ -36,7 +36,9 @@ impl RtpHeader {
         }
         let version = buf[0] >> 6;
         if version != 2 {
-            return Err(DecodeError::new(format!("RTP version {version} (expected 2)")));
+            return Err(DecodeError::new(format!(
+                "RTP version {version} (expected 2)"
+            )));
         }
         let padding = buf[0] & 0x20 != 0;
         let extension = buf[0] & 0x10 != 0;
@@ -64,7 +66,9 @@ impl RtpHeader {
         if padding {
             let pad = usize::from(buf[buf.len() - 1]);
             if pad == 0 || offset + pad > buf.len() {
-                return Err(DecodeError::new(format!("RTP padding of {pad} bytes is invalid")));
+                return Err(DecodeError::new(format!(
+                    "RTP padding of {pad} bytes is invalid"
+                )));
             }
             end -= pad;
         }
@@ -134,7 +138,10 @@ pub struct Extender {
 impl Extender {
     /// An extender for a counter of `bits` bits (1..=32).
     pub const fn new(bits: u32) -> Self {
-        Self { bits, highest: None }
+        Self {
+            bits,
+            highest: None,
+        }
     }
 
     /// The 16-bit RTP sequence number extender.
@@ -191,7 +198,10 @@ mod tests {
     fn parses_fixed_header() {
         let h = RtpHeader::parse(&packet(0, false, 0, 172)).unwrap();
         assert!(h.marker);
-        assert_eq!((h.payload_type, h.seq, h.timestamp, h.ssrc), (8, 513, 160, 0xdead_beef));
+        assert_eq!(
+            (h.payload_type, h.seq, h.timestamp, h.ssrc),
+            (8, 513, 160, 0xdead_beef)
+        );
         assert_eq!((h.payload_offset, h.payload_len), (12, 160));
     }
 
@@ -209,9 +219,19 @@ mod tests {
         assert!(RtpHeader::parse(&[0x80; 11]).is_err());
         let mut v1 = packet(0, false, 0, 20);
         v1[0] = 0x40;
-        assert!(RtpHeader::parse(&v1).unwrap_err().to_string().contains("version 1"));
+        assert!(
+            RtpHeader::parse(&v1)
+                .unwrap_err()
+                .to_string()
+                .contains("version 1")
+        );
         // CSRC count 15 in a 12-byte packet.
-        assert!(RtpHeader::parse(&packet(15, false, 0, 12)).unwrap_err().to_string().contains("CSRC"));
+        assert!(
+            RtpHeader::parse(&packet(15, false, 0, 12))
+                .unwrap_err()
+                .to_string()
+                .contains("CSRC")
+        );
         assert!(RtpHeader::parse(&packet(0, true, 0, 14)).is_err());
         assert!(RtpHeader::parse(&packet(0, false, 200, 20)).is_err());
     }
@@ -223,7 +243,10 @@ mod tests {
             .iter()
             .map(|&s| e.extend(s))
             .collect();
-        assert_eq!(got, vec![65533, 65535, 65534, 65537, 65536, 65538, 65535, 65539]);
+        assert_eq!(
+            got,
+            vec![65533, 65535, 65534, 65537, 65536, 65538, 65535, 65539]
+        );
         // Reordered before the very first packet goes below it, not a cycle up.
         let mut e = Extender::sequence();
         assert_eq!(e.extend(5), 5);

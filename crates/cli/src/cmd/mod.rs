@@ -1,0 +1,6 @@
+//! One module per subcommand.
+
+pub(crate) mod demo;
+pub(crate) mod import;
+pub(crate) mod info;
+pub(crate) mod replay;

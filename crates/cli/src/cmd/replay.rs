@@ -1,0 +1,259 @@
+//! `jitterlab replay`: one policy over a recorded trace.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use jitterlab_capture::Nanos;
+use jitterlab_capture::output::AtomicFile;
+use jitterlab_replay::{ClockMapping, Frame, FrameClock, Policy, Summary, replay_trace};
+use serde_json::{Value, json};
+
+use crate::input::{DecodeArgs, load};
+
+/// Arguments of `jitterlab replay`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The trace to replay.
+    trace: PathBuf,
+    /// The buffer policy, e.g. fixed:delay=100ms,max_gap=120ms,capacity=8.
+    #[arg(long, value_name = "POLICY")]
+    policy: String,
+    /// Render frames at this rate over the whole trace.
+    #[arg(long, default_value_t = 60.0, conflicts_with = "at")]
+    fps: f64,
+    /// Render frames only at these local times, in ms (comma-separated, not decreasing).
+    #[arg(
+        long,
+        value_name = "T1,T2,...",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    at: Option<Vec<f64>>,
+    /// Clock mapping: offset=MS (sender time = local time + MS) or estimate (default).
+    #[arg(long, value_name = "offset=MS", default_value = "estimate")]
+    clock: String,
+    /// Only replay this stream (by its index in `jitterlab info`).
+    #[arg(long, value_name = "N")]
+    stream: Option<u32>,
+    /// Print JSON: the frames sampled with --at, and the metrics.
+    #[arg(long)]
+    json: bool,
+    /// Write every frame to this CSV file.
+    #[arg(long, value_name = "OUT.csv")]
+    timeline: Option<PathBuf>,
+    /// Overwrite the timeline file if it exists.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+fn ms(t: Nanos) -> f64 {
+    t.as_millis_f64()
+}
+
+fn sample_json(f: &Frame<'_>) -> Value {
+    json!({
+        "stream": f.stream,
+        "at_ms": ms(f.at),
+        "target_ms": ms(f.target),
+        "mode": f.mode.name(),
+        "alpha": f.alpha,
+        "value": f.value,
+        "state": f.state,
+        "shown_ms": f.shown.map(ms),
+        "depth": f.depth,
+    })
+}
+
+fn csv_row(f: &Frame<'_>, width: usize) -> String {
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let mut row = format!(
+        "{},{},{},{},{},{},{},{},{},{},{}",
+        f.stream,
+        ms(f.at),
+        ms(f.target),
+        f.mode.name(),
+        f.hold.map_or("", |h| match h {
+            jitterlab_replay::HoldReason::Gap => "gap",
+            jitterlab_replay::HoldReason::AfterNewest => "after_newest",
+            jitterlab_replay::HoldReason::BeforeOldest => "before_oldest",
+        }),
+        opt(f.alpha),
+        f.depth,
+        opt(f.delay.map(ms)),
+        opt(f.error),
+        f.state.map_or_else(String::new, |s| s.to_string()),
+        f.startup
+    );
+    for i in 0..width {
+        row.push(',');
+        if let Some(v) = f.value.get(i) {
+            row.push_str(&v.to_string());
+        }
+    }
+    row.push('\n');
+    row
+}
+
+pub(crate) fn run(args: &Args) -> Result<()> {
+    let policy: Policy = args.policy.parse().context("--policy")?;
+    let clock: ClockMapping = args.clock.parse()?;
+    let frames = match &args.at {
+        Some(times) => {
+            if let Some(bad) = times.iter().find(|t| !t.is_finite()) {
+                bail!("--at {bad} is not a finite time in ms");
+            }
+            FrameClock::At(times.iter().map(|&t| Nanos::from_millis_f64(t)).collect())
+        }
+        None => FrameClock::Fps(args.fps),
+    };
+    frames.validate()?;
+    let decoded = load(&args.trace, &args.decode)?;
+    if let Some(id) = args.stream
+        && !decoded.streams.iter().any(|s| s.id == id)
+    {
+        bail!(
+            "--stream {id}: {} has {} stream(s) (0..{})",
+            args.trace.display(),
+            decoded.streams.len(),
+            decoded.streams.len()
+        );
+    }
+    if decoded.samples.is_empty() {
+        bail!(
+            "{}: the trace holds no decodable packets",
+            args.trace.display()
+        );
+    }
+
+    let width = decoded
+        .streams
+        .iter()
+        .filter(|s| args.stream.is_none_or(|id| id == s.id))
+        .map(|s| s.channels.len())
+        .max()
+        .unwrap_or(0);
+    let mut timeline = match &args.timeline {
+        Some(path) => {
+            let mut file = AtomicFile::create(path, args.force)?;
+            let names: Vec<String> = match decoded.streams.first() {
+                Some(s) if s.channels.len() == width && decoded.streams.len() == 1 => {
+                    s.channels.clone()
+                }
+                _ => (0..width).map(|i| format!("value_{i}")).collect(),
+            };
+            let mut header = String::from(
+                "stream,at_ms,target_ms,mode,hold,alpha,depth,delay_ms,error,state,startup",
+            );
+            for n in names {
+                header.push(',');
+                header.push_str(&n);
+            }
+            header.push('\n');
+            file.write_all(header.as_bytes())?;
+            Some(file)
+        }
+        None => None,
+    };
+    let keep_samples = args.json && args.at.is_some();
+    let mut samples = Vec::new();
+    let mut write_error: Option<io::Error> = None;
+    let result = replay_trace(&decoded, args.stream, &policy, &frames, clock, |f| {
+        if keep_samples {
+            samples.push(sample_json(f));
+        }
+        if let Some(file) = timeline.as_mut()
+            && write_error.is_none()
+            && let Err(e) = file.write_all(csv_row(f, width).as_bytes())
+        {
+            write_error = Some(e);
+        }
+    })?;
+    if let Some(e) = write_error {
+        return Err(e).context("cannot write the timeline");
+    }
+    if let Some(file) = timeline {
+        let path = file.path().display().to_string();
+        file.commit()
+            .with_context(|| format!("cannot write {path}"))?;
+        eprintln!("wrote the timeline to {path}");
+    }
+
+    let total = result.total.summary();
+    let mut out = io::stdout().lock();
+    if args.json {
+        let streams: Vec<Value> = result
+            .streams
+            .iter()
+            .map(|(id, m)| json!({"stream": id, "metrics": m.summary()}))
+            .collect();
+        let mut doc = json!({
+            "policy": policy.to_string(),
+            "metrics": total,
+            "streams": streams,
+        });
+        if keep_samples {
+            doc["samples"] = Value::Array(samples);
+        }
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "policy {policy}")?;
+        print_summary(&mut out, &total)?;
+    }
+    Ok(())
+}
+
+fn print_summary(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+    let opt = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.3}"));
+    writeln!(
+        out,
+        "frames                {:>10}   (+{} before playback started)",
+        s.frames, s.startup_frames
+    )?;
+    writeln!(
+        out,
+        "holds                 {:>10}   ratio {:.4}",
+        s.holds, s.hold_ratio
+    )?;
+    writeln!(out, "  across gaps         {:>10}", s.gap_holds)?;
+    writeln!(out, "  underruns           {:>10}", s.underruns)?;
+    writeln!(out, "max consecutive holds {:>10}", s.max_consecutive_holds)?;
+    writeln!(
+        out,
+        "display delay ms      mean {}  p50 {}  p95 {}  p99 {}  max {}",
+        opt(s.mean_delay_ms),
+        opt(s.p50_delay_ms),
+        opt(s.p95_delay_ms),
+        opt(s.p99_delay_ms),
+        opt(s.max_delay_ms)
+    )?;
+    writeln!(
+        out,
+        "packets               {:>10}   inserted {}  duplicates {}  late {}  stale {}  evicted {}",
+        s.packets, s.inserted, s.duplicates_dropped, s.late, s.stale_dropped, s.evicted
+    )?;
+    writeln!(
+        out,
+        "buffer depth          mean {}  min {}",
+        opt(s.mean_depth),
+        s.min_depth.map_or_else(|| "–".into(), |d| d.to_string())
+    )?;
+    if let Some(r) = s.error_reference {
+        writeln!(
+            out,
+            "error vs {:<9}     mean {}  p95 {}  p99 {}  max {}",
+            match r {
+                jitterlab_replay::Reference::Truth => "truth",
+                jitterlab_replay::Reference::Hindsight => "hindsight",
+            },
+            opt(s.mean_error),
+            opt(s.p95_error),
+            opt(s.p99_error),
+            opt(s.max_error)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! The snapshot interpolation buffer of seed 000 (contracts C4–C11, C14).
+//!
+//! Samples are kept sorted by send time whatever their arrival order (C4); a tick already
+//! received is rejected and leaves the buffer unchanged (C5); [`SnapshotBuffer::sample`] picks the
+//! pair bracketing the target time and interpolates by send times only (C7), holds the older
+//! sample across a gap wider than `max_gap` (C8), holds the newest after the end (C9) and the
+//! oldest before the start (C10); a full buffer evicts the oldest by send time (C11).
+//!
+//! The buffer stores indices into the caller's sample slice, never copies of the samples.
+//! It prunes what lies behind the playout point, so its memory is O(buffer window).
+
+use std::collections::VecDeque;
+
+use jitterlab_capture::Nanos;
+use jitterlab_capture::decode::{Lifecycle, Sample};
+
+use crate::policy::FixedConfig;
+
+/// What became of a pushed packet. Every packet gets exactly one outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Push {
+    /// Held in the buffer.
+    Inserted,
+    /// Held, and the oldest sample was evicted to make room (C11).
+    InsertedEvicting,
+    /// Its tick was already received: rejected, buffer unchanged (C5, C12).
+    Duplicate,
+    /// It arrived behind the playout point: its time was already displayed (C22).
+    Late,
+    /// Not newer than the oldest held sample: dropped on arrival (seed 003's stale rule).
+    Stale,
+}
+
+/// How a frame was shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Between two samples.
+    Interpolate,
+    /// A held sample (gap, after the newest, before the oldest).
+    Hold,
+    /// Nothing to show: the buffer is empty.
+    Empty,
+}
+
+impl Mode {
+    /// The name used in JSON and CSV output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Interpolate => "interpolate",
+            Self::Hold => "hold",
+            Self::Empty => "empty",
+        }
+    }
+}
+
+/// Why a hold happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldReason {
+    /// The bracketing samples are further apart than `max_gap` (C8), or a lifecycle event
+    /// lies between them (C14).
+    Gap,
+    /// The target is after the newest sample: underrun (C9).
+    AfterNewest,
+    /// The target is before the oldest sample: not enough buffered yet (C10).
+    BeforeOldest,
+}
+
+/// The buffer's choice for one target time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pick {
+    /// How the frame is shown.
+    pub mode: Mode,
+    /// Why it is held, for [`Mode::Hold`].
+    pub hold: Option<HoldReason>,
+    /// The left sample (or the held one): an index into the caller's slice.
+    pub from: Option<u32>,
+    /// The right sample, when interpolating.
+    pub to: Option<u32>,
+    /// Interpolation factor in [0, 1] (C7).
+    pub alpha: f64,
+    /// The sender-clock time of what is displayed: the target when interpolating, the held
+    /// sample's send time when holding.
+    pub shown: Option<Nanos>,
+}
+
+/// Counters a production buffer keeps (C12), one per [`Push`] outcome.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets inserted (including those that caused an eviction).
+    pub inserted: u64,
+    /// Duplicates rejected.
+    pub duplicates: u64,
+    /// Late packets dropped.
+    pub late: u64,
+    /// Stale packets dropped.
+    pub stale: u64,
+    /// Samples evicted by capacity.
+    pub evicted: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    send: Nanos,
+    seq: i64,
+    idx: u32,
+    /// A spawn or teleport at this sample: never interpolate into it (C14).
+    cuts_before: bool,
+    /// A despawn at this sample: never interpolate out of it (C14).
+    cuts_after: bool,
+}
+
+/// Remembers which ticks were received in a sliding window below the highest one, so that
+/// duplicates are found even after the original left the buffer, in O(1) memory.
+#[derive(Clone, Debug)]
+struct SeqWindow {
+    highest: Option<i64>,
+    bits: Box<[u64; Self::WORDS]>,
+}
+
+impl SeqWindow {
+    const WORDS: usize = 64;
+    const SPAN: i64 = (Self::WORDS * 64) as i64;
+
+    fn new() -> Self {
+        Self {
+            highest: None,
+            bits: Box::new([0; Self::WORDS]),
+        }
+    }
+
+    fn slot(seq: i64) -> (usize, u64) {
+        let bit = seq.rem_euclid(Self::SPAN) as usize;
+        (bit / 64, 1u64 << (bit % 64))
+    }
+
+    /// Records `seq`; returns false when it was already recorded (or is too old to tell,
+    /// which only a packet thousands of ticks late can be).
+    fn insert(&mut self, seq: i64) -> bool {
+        let highest = match self.highest {
+            None => {
+                self.highest = Some(seq);
+                let (w, m) = Self::slot(seq);
+                self.bits[w] |= m;
+                return true;
+            }
+            Some(h) => h,
+        };
+        if seq > highest {
+            if seq - highest >= Self::SPAN {
+                self.bits.fill(0);
+            } else {
+                for s in highest + 1..=seq {
+                    let (w, m) = Self::slot(s);
+                    self.bits[w] &= !m;
+                }
+            }
+            self.highest = Some(seq);
+        } else if highest - seq >= Self::SPAN {
+            return false;
+        }
+        let (w, m) = Self::slot(seq);
+        let fresh = self.bits[w] & m == 0;
+        self.bits[w] |= m;
+        fresh
+    }
+}
+
+/// A snapshot interpolation buffer with a fixed configuration.
+#[derive(Clone, Debug)]
+pub struct SnapshotBuffer {
+    config: FixedConfig,
+    items: VecDeque<Held>,
+    seen: SeqWindow,
+    /// Send time of the oldest sample the display may still need: older arrivals are late.
+    watermark: Nanos,
+    counters: Counters,
+}
+
+impl SnapshotBuffer {
+    /// An empty buffer.
+    pub fn new(config: FixedConfig) -> Self {
+        Self {
+            items: VecDeque::with_capacity(config.capacity.min(1024) + 1),
+            config,
+            seen: SeqWindow::new(),
+            watermark: Nanos::MIN,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FixedConfig {
+        &self.config
+    }
+
+    /// How many samples are held.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no sample is held.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The held samples' indices, oldest send time first.
+    pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.items.iter().map(|h| h.idx)
+    }
+
+    /// Send time of the newest held sample.
+    pub fn newest_send(&self) -> Option<Nanos> {
+        self.items.back().map(|h| h.send)
+    }
+
+    /// How many held samples are at or after `target`: what is buffered ahead of playout.
+    pub fn depth_after(&self, target: Nanos) -> usize {
+        self.items.len() - self.items.partition_point(|h| h.send < target)
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Offers sample `idx` of `samples` to the buffer.
+    pub fn push(&mut self, samples: &[Sample], idx: u32) -> Push {
+        let s = &samples[idx as usize];
+        if self.config.dedup && !self.seen.insert(s.seq) {
+            self.counters.duplicates += 1;
+            return Push::Duplicate;
+        }
+        if s.send < self.watermark {
+            self.counters.late += 1;
+            return Push::Late;
+        }
+        if self.config.stale_drop && self.items.front().is_some_and(|h| s.send <= h.send) {
+            self.counters.stale += 1;
+            return Push::Stale;
+        }
+        let held = Held {
+            send: s.send,
+            seq: s.seq,
+            idx,
+            cuts_before: matches!(s.event, Some(Lifecycle::Spawn | Lifecycle::Teleport)),
+            cuts_after: s.event == Some(Lifecycle::Despawn),
+        };
+        // Stable for equal send times: the newcomer goes after those already held.
+        let at = self.items.partition_point(|h| h.send <= s.send);
+        if !self.config.dedup
+            && self
+                .items
+                .iter()
+                .any(|h| h.seq == s.seq && h.send == s.send)
+        {
+            // Without dedup an exact copy is still one sample; keep the first.
+            self.counters.duplicates += 1;
+            return Push::Duplicate;
+        }
+        self.items.insert(at, held);
+        self.counters.inserted += 1;
+        if self.items.len() > self.config.capacity {
+            self.items.pop_front();
+            self.counters.evicted += 1;
+            return Push::InsertedEvicting;
+        }
+        Push::Inserted
+    }
+
+    /// Chooses what to show at sender-clock time `target`, then forgets samples the display
+    /// can no longer need. Targets must not decrease between calls.
+    pub fn sample(&mut self, target: Nanos) -> Pick {
+        let n = self.items.len();
+        if n == 0 {
+            return Pick {
+                mode: Mode::Empty,
+                hold: None,
+                from: None,
+                to: None,
+                alpha: 0.0,
+                shown: None,
+            };
+        }
+        let right = self.items.partition_point(|h| h.send < target);
+        let hold = |h: Held, reason| Pick {
+            mode: Mode::Hold,
+            hold: Some(reason),
+            from: Some(h.idx),
+            to: None,
+            alpha: 0.0,
+            shown: Some(h.send),
+        };
+        if right == n {
+            // C9: after the newest, hold the newest, never the oldest.
+            let newest = self.items[n - 1];
+            self.prune_before(n - 1);
+            return hold(newest, HoldReason::AfterNewest);
+        }
+        if right == 0 {
+            // C10: before the oldest, hold the oldest.
+            return hold(self.items[0], HoldReason::BeforeOldest);
+        }
+        let a = self.items[right - 1];
+        let b = self.items[right];
+        self.prune_before(right - 1);
+        // At exactly b's send time b itself is the state: nothing is interpolated across.
+        let crosses = target < b.send;
+        if crosses && (b.send - a.send > self.config.max_gap || b.cuts_before || a.cuts_after) {
+            // C8: never interpolate (or extrapolate) across the gap; hold the left sample.
+            return hold(a, HoldReason::Gap);
+        }
+        let alpha = (target - a.send).as_nanos() as f64 / (b.send - a.send).as_nanos() as f64;
+        Pick {
+            mode: Mode::Interpolate,
+            hold: None,
+            from: Some(a.idx),
+            to: Some(b.idx),
+            alpha,
+            shown: Some(target),
+        }
+    }
+
+    fn prune_before(&mut self, keep_from: usize) {
+        self.items.drain(..keep_from);
+        if let Some(front) = self.items.front() {
+            self.watermark = self.watermark.max(front.send);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

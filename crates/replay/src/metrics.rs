@@ -1,0 +1,359 @@
+//! What a player would have seen, folded into a fixed-size summary.
+//!
+//! Quantiles come from a [`LogHistogram`] whose memory does not grow with the trace.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::buffer::{Counters, HoldReason, Mode};
+
+/// A histogram of non-negative values with ~0.8 % relative precision in any unit.
+///
+/// A positive f64's bit pattern grows with its value, so its exponent and first 7 mantissa
+/// bits make a monotone bucket key. The map is sparse: it holds only buckets that were hit.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LogHistogram {
+    buckets: BTreeMap<u32, u64>,
+    count: u64,
+    sum: f64,
+    max: f64,
+}
+
+impl LogHistogram {
+    const SHIFT: u32 = 52 - 7;
+
+    /// Adds a value; negative values count as 0, NaN is ignored.
+    pub fn add(&mut self, value: f64) {
+        if value.is_nan() {
+            return;
+        }
+        let v = value.max(0.0);
+        *self
+            .buckets
+            .entry((v.to_bits() >> Self::SHIFT) as u32)
+            .or_default() += 1;
+        self.count += 1;
+        self.sum += value;
+        self.max = if self.count == 1 { v } else { self.max.max(v) };
+    }
+
+    /// Adds every value of another histogram.
+    pub fn merge(&mut self, other: &Self) {
+        for (k, n) in &other.buckets {
+            *self.buckets.entry(*k).or_default() += n;
+        }
+        self.max = if self.count == 0 {
+            other.max
+        } else {
+            self.max.max(other.max)
+        };
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
+    /// How many values.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The exact mean (of the values as given), or `None` when empty.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    /// The exact maximum, or `None` when empty.
+    pub fn max(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.max)
+    }
+
+    /// The `q` quantile (0..=1), within the bucket precision; `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (&key, &n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                let lo = f64::from_bits(u64::from(key) << Self::SHIFT);
+                let hi = f64::from_bits(u64::from(key + 1) << Self::SHIFT);
+                return Some(((lo + hi) / 2.0).min(self.max));
+            }
+        }
+        Some(self.max)
+    }
+}
+
+/// Where the error reference came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reference {
+    /// The sender's ground truth, including samples the network lost.
+    Truth,
+    /// Every sample that ever arrived, in hindsight.
+    Hindsight,
+}
+
+/// Accumulates per-frame and per-packet outcomes of one replay.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    /// Frames after playback started (the target reached the first sample).
+    pub frames: u64,
+    /// Frames before playback started.
+    pub startup_frames: u64,
+    /// Frames interpolated.
+    pub interpolated: u64,
+    /// Frames held (after startup): the buffer had no usable pair (C12).
+    pub holds: u64,
+    /// Of those, holds across a gap (C8) or lifecycle event.
+    pub gap_holds: u64,
+    /// Of those, holds after the newest sample: underruns (C9).
+    pub underruns: u64,
+    /// Frames with nothing to show (after startup).
+    pub empty: u64,
+    /// The longest run of consecutive holds (C12).
+    pub max_consecutive_holds: u64,
+    run_of_holds: u64,
+    /// Packets offered to the buffer.
+    pub packets: u64,
+    /// What became of them.
+    pub counters: Counters,
+    /// Packets that arrived after the last frame (never offered).
+    pub pending: u64,
+    /// Display delay: sender-clock now − sender time of what is shown, in ms.
+    pub delay_ms: LogHistogram,
+    /// Samples buffered ahead of the target, per frame.
+    pub depth: LogHistogram,
+    /// Frames with no sample ahead of the target.
+    pub zero_depth_frames: u64,
+    /// Smallest depth seen.
+    pub min_depth: Option<u64>,
+    /// Distance between what is shown and the reference at the target time.
+    pub error: LogHistogram,
+    /// Where the error reference came from, if there is one.
+    pub reference: Option<Reference>,
+}
+
+impl Metrics {
+    /// Records one frame.
+    pub fn frame(&mut self, mode: Mode, hold: Option<HoldReason>, startup: bool) {
+        if startup {
+            self.startup_frames += 1;
+            return;
+        }
+        self.frames += 1;
+        match mode {
+            Mode::Interpolate => {
+                self.interpolated += 1;
+                self.run_of_holds = 0;
+            }
+            Mode::Hold | Mode::Empty => {
+                if mode == Mode::Empty {
+                    self.empty += 1;
+                } else {
+                    self.holds += 1;
+                }
+                match hold {
+                    Some(HoldReason::Gap) => self.gap_holds += 1,
+                    Some(HoldReason::AfterNewest) => self.underruns += 1,
+                    _ => {}
+                }
+                if mode == Mode::Hold {
+                    self.run_of_holds += 1;
+                    self.max_consecutive_holds = self.max_consecutive_holds.max(self.run_of_holds);
+                }
+            }
+        }
+    }
+
+    /// Records the depth at one frame.
+    pub fn depth(&mut self, depth: usize) {
+        let d = depth as u64;
+        self.depth.add(d as f64);
+        if d == 0 {
+            self.zero_depth_frames += 1;
+        }
+        self.min_depth = Some(self.min_depth.map_or(d, |m| m.min(d)));
+    }
+
+    /// Adds another stream's metrics to these.
+    pub fn merge(&mut self, other: &Self) {
+        self.frames += other.frames;
+        self.startup_frames += other.startup_frames;
+        self.interpolated += other.interpolated;
+        self.holds += other.holds;
+        self.gap_holds += other.gap_holds;
+        self.underruns += other.underruns;
+        self.empty += other.empty;
+        self.max_consecutive_holds = self.max_consecutive_holds.max(other.max_consecutive_holds);
+        self.packets += other.packets;
+        self.counters.inserted += other.counters.inserted;
+        self.counters.duplicates += other.counters.duplicates;
+        self.counters.late += other.counters.late;
+        self.counters.stale += other.counters.stale;
+        self.counters.evicted += other.counters.evicted;
+        self.pending += other.pending;
+        self.delay_ms.merge(&other.delay_ms);
+        self.depth.merge(&other.depth);
+        self.zero_depth_frames += other.zero_depth_frames;
+        self.min_depth = match (self.min_depth, other.min_depth) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.error.merge(&other.error);
+        self.reference = match (self.reference, other.reference) {
+            (Some(Reference::Hindsight), _) | (_, Some(Reference::Hindsight)) => {
+                Some(Reference::Hindsight)
+            }
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The flat, serialisable summary (the `metrics` object of `replay --json`).
+    pub fn summary(&self) -> Summary {
+        let ratio = |n: u64| {
+            if self.frames > 0 {
+                n as f64 / self.frames as f64
+            } else {
+                0.0
+            }
+        };
+        let c = &self.counters;
+        Summary {
+            frames: self.frames,
+            holds: self.holds,
+            hold_ratio: ratio(self.holds),
+            max_consecutive_holds: self.max_consecutive_holds,
+            duplicates_dropped: c.duplicates,
+            mean_delay_ms: self.delay_ms.mean(),
+            p50_delay_ms: self.delay_ms.quantile(0.50),
+            p95_delay_ms: self.delay_ms.quantile(0.95),
+            p99_delay_ms: self.delay_ms.quantile(0.99),
+            max_delay_ms: self.delay_ms.max(),
+            startup_frames: self.startup_frames,
+            interpolated: self.interpolated,
+            gap_holds: self.gap_holds,
+            underruns: self.underruns,
+            empty: self.empty,
+            packets: self.packets,
+            inserted: c.inserted,
+            late: c.late,
+            stale_dropped: c.stale,
+            evicted: c.evicted,
+            pending: self.pending,
+            mean_depth: self.depth.mean(),
+            min_depth: self.min_depth,
+            zero_depth_ratio: ratio(self.zero_depth_frames),
+            error_reference: self.reference,
+            mean_error: self.error.mean(),
+            p95_error: self.error.quantile(0.95),
+            p99_error: self.error.quantile(0.99),
+            max_error: self.error.max(),
+        }
+    }
+}
+
+/// Every metric of one replay, under the names `replay --json` and sweep tables use.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Frames after playback started.
+    pub frames: u64,
+    /// Held frames (C12).
+    pub holds: u64,
+    /// `holds / frames`.
+    pub hold_ratio: f64,
+    /// Longest run of consecutive holds (C12).
+    pub max_consecutive_holds: u64,
+    /// Duplicate packets rejected (C5, C12).
+    pub duplicates_dropped: u64,
+    /// Mean display delay in ms.
+    pub mean_delay_ms: Option<f64>,
+    /// Median display delay in ms.
+    pub p50_delay_ms: Option<f64>,
+    /// 95th percentile display delay in ms.
+    pub p95_delay_ms: Option<f64>,
+    /// 99th percentile display delay in ms.
+    pub p99_delay_ms: Option<f64>,
+    /// Largest display delay in ms.
+    pub max_delay_ms: Option<f64>,
+    /// Frames before playback started.
+    pub startup_frames: u64,
+    /// Interpolated frames.
+    pub interpolated: u64,
+    /// Holds across a gap or lifecycle event (C8, C14).
+    pub gap_holds: u64,
+    /// Holds after the newest sample (C9).
+    pub underruns: u64,
+    /// Frames with nothing to show.
+    pub empty: u64,
+    /// Packets offered to the buffer.
+    pub packets: u64,
+    /// Packets inserted.
+    pub inserted: u64,
+    /// Packets that arrived behind the playout point.
+    pub late: u64,
+    /// Packets dropped as stale on arrival.
+    pub stale_dropped: u64,
+    /// Samples evicted by capacity.
+    pub evicted: u64,
+    /// Packets that arrived after the last frame.
+    pub pending: u64,
+    /// Mean samples buffered ahead of the target.
+    pub mean_depth: Option<f64>,
+    /// Fewest samples buffered ahead of the target.
+    pub min_depth: Option<u64>,
+    /// Share of frames with nothing buffered ahead.
+    pub zero_depth_ratio: f64,
+    /// `truth` or `hindsight`; `null` when the stream has no values.
+    pub error_reference: Option<Reference>,
+    /// Mean distance between shown and reference values.
+    pub mean_error: Option<f64>,
+    /// 95th percentile error.
+    pub p95_error: Option<f64>,
+    /// 99th percentile error.
+    pub p99_error: Option<f64>,
+    /// Largest error.
+    pub max_error: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_within_a_percent() {
+        let mut h = LogHistogram::default();
+        for i in 1..=10_000 {
+            h.add(f64::from(i));
+        }
+        for (q, want) in [(0.5, 5000.0), (0.95, 9500.0), (0.99, 9900.0)] {
+            let got = h.quantile(q).unwrap();
+            assert!((got - want).abs() / want < 0.01, "q{q}: {got}");
+        }
+        assert_eq!(h.max(), Some(10_000.0));
+        assert_eq!(h.mean(), Some(5000.5));
+        assert_eq!(LogHistogram::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn c12_consecutive_holds_are_counted() {
+        let mut m = Metrics::default();
+        let hold = Some(HoldReason::AfterNewest);
+        for mode in [
+            Mode::Interpolate,
+            Mode::Hold,
+            Mode::Hold,
+            Mode::Interpolate,
+            Mode::Hold,
+        ] {
+            m.frame(mode, if mode == Mode::Hold { hold } else { None }, false);
+        }
+        assert_eq!(
+            (m.frames, m.holds, m.max_consecutive_holds, m.underruns),
+            (5, 3, 2, 3)
+        );
+        assert_eq!(m.summary().hold_ratio, 0.6);
+    }
+}

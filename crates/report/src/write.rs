@@ -1,0 +1,127 @@
+//! Writing a report directory: figures, summary table, and an index that shows them in order.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use jitterlab_capture::decode::Decoded;
+use jitterlab_capture::output::write_atomic;
+
+use crate::Error;
+use crate::figures::{depth_figure, error_figure, network_figure};
+use crate::runs::Run;
+use crate::table::{rounded, summary_frame, to_csv, to_markdown};
+
+/// What a report wrote.
+#[derive(Clone, Debug, Default)]
+pub struct Written {
+    /// Every file, in the order the index shows them.
+    pub files: Vec<PathBuf>,
+}
+
+/// Writes figures and tables for `runs` (replays of stream `stream` of `decoded`) into `dir`.
+///
+/// The directory is created if needed and reused if it exists: files of the same names are
+/// replaced (each atomically), other files are left alone.
+///
+/// # Errors
+/// Drawing, table or I/O failures.
+pub fn write_report(
+    dir: &Path,
+    title: &str,
+    decoded: &Decoded,
+    stream: u32,
+    runs: &[Run],
+) -> Result<Written, Error> {
+    fs::create_dir_all(dir)?;
+    let mut written = Written::default();
+    let figures = [
+        (
+            "network.png",
+            "Network",
+            network_figure(decoded, stream, &format!("{title}: network")),
+        ),
+        ("buffer-depth.png", "Buffer depth", depth_figure(runs)),
+        ("error.png", "Error", error_figure(runs)),
+    ];
+    for (name, _, fig) in &figures {
+        let path = dir.join(name);
+        fig.save(&path)?;
+        written.files.push(path);
+    }
+    let table = rounded(&summary_frame(runs)?, 3)?;
+    let csv_path = dir.join("summary.csv");
+    write_atomic(&csv_path, &to_csv(&table)?, true)?;
+    written.files.push(csv_path);
+
+    let md_table = to_markdown(&table);
+    let mut md = format!("# {title}\n\n## Summary\n\n{md_table}\n");
+    let mut html_figs = String::new();
+    for (name, heading, _) in &figures {
+        md.push_str(&format!("## {heading}\n\n![{heading}]({name})\n\n"));
+        html_figs.push_str(&format!(
+            "<h2>{heading}</h2>\n<img src=\"{name}\" alt=\"{heading}\" style=\"max-width:100%\">\n"
+        ));
+    }
+    let policies: String = runs
+        .iter()
+        .map(|r| format!("- `{}`: `{}`\n", r.label, r.policy))
+        .collect();
+    md.push_str(&format!("## Configurations\n\n{policies}"));
+    let md_path = dir.join("index.md");
+    write_atomic(&md_path, md.as_bytes(), true)?;
+    let html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{t}</title>\
+         <style>body{{font-family:sans-serif;max-width:1650px;margin:auto}}\
+         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}</style>\
+         </head><body>\n<h1>{t}</h1>\n<h2>Summary</h2>\n{table}\n{html_figs}\
+         <h2>Configurations</h2><ul>{list}</ul></body></html>\n",
+        t = escape(title),
+        table = html_table(&table),
+        list = runs
+            .iter()
+            .map(|r| format!(
+                "<li><b>{}</b>: <code>{}</code></li>",
+                escape(&r.label),
+                escape(&r.policy.to_string())
+            ))
+            .collect::<String>(),
+    );
+    let html_path = dir.join("index.html");
+    write_atomic(&html_path, html.as_bytes(), true)?;
+    written.files.push(md_path);
+    written.files.push(html_path);
+    Ok(written)
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn html_table(df: &polars::prelude::DataFrame) -> String {
+    let md = to_markdown(df);
+    let mut rows = md.lines().filter(|l| !l.contains("---"));
+    let cells = |l: &str| -> Vec<String> {
+        l.trim_matches('|')
+            .split('|')
+            .map(|c| escape(c.trim()))
+            .collect()
+    };
+    let mut s = String::from("<table>\n<tr>");
+    if let Some(head) = rows.next() {
+        for c in cells(head) {
+            s.push_str(&format!("<th>{c}</th>"));
+        }
+    }
+    s.push_str("</tr>\n");
+    for row in rows {
+        s.push_str("<tr>");
+        for c in cells(row) {
+            s.push_str(&format!("<td>{c}</td>"));
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>");
+    s
+}
