@@ -136,14 +136,11 @@ impl SeqWindow {
     /// Records `seq`; returns false when it was already recorded (or is too old to tell,
     /// which only a packet thousands of ticks late can be).
     fn insert(&mut self, seq: i64) -> bool {
-        let highest = match self.highest {
-            None => {
-                self.highest = Some(seq);
-                let (w, m) = Self::slot(seq);
-                self.bits[w] |= m;
-                return true;
-            }
-            Some(h) => h,
+        let Some(highest) = self.highest else {
+            self.highest = Some(seq);
+            let (w, m) = Self::slot(seq);
+            self.bits[w] |= m;
+            return true;
         };
         if seq > highest {
             if seq - highest >= Self::SPAN {
@@ -303,9 +300,7 @@ impl SnapshotBuffer {
         let a = self.items[right - 1];
         let b = self.items[right];
         self.prune_before(right - 1);
-        // At exactly b's send time b itself is the state: nothing is interpolated across.
-        let crosses = target < b.send;
-        if crosses && (b.send - a.send > self.config.max_gap || b.cuts_before || a.cuts_after) {
+        if b.send - a.send > self.config.max_gap || b.cuts_before || a.cuts_after {
             // C8: never interpolate (or extrapolate) across the gap; hold the left sample.
             return hold(a, HoldReason::Gap);
         }

@@ -59,6 +59,10 @@ pub struct Frame<'a> {
     pub hold: Option<HoldReason>,
     /// Interpolation factor, when interpolating.
     pub alpha: Option<f64>,
+    /// The left (or held) sample: an index into the replayed slice.
+    pub from: Option<u32>,
+    /// The right sample, when interpolating.
+    pub to: Option<u32>,
     /// The shown values (empty when nothing is shown or the stream has none).
     pub value: &'a [f64],
     /// The shown discrete state: switched at the sample's send time, never averaged (C14).
@@ -233,6 +237,8 @@ pub fn replay_stream(
             mode: pick.mode,
             hold: pick.hold,
             alpha: pick.from.and(pick.to).map(|_| pick.alpha),
+            from: pick.from,
+            to: pick.to,
             value: &value,
             state,
             shown: pick.shown,

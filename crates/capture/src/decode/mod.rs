@@ -192,10 +192,10 @@ impl DecoderConfig {
         })?;
         let mut config = Self::parse(name)?;
         for (key, value) in &header.hints {
-            if let Some(pt) = key.strip_prefix("clock_rate.") {
-                if let (Ok(pt), Ok(hz)) = (pt.parse(), value.parse()) {
-                    config.clock_rates.insert(pt, hz);
-                }
+            if let Some(pt) = key.strip_prefix("clock_rate.")
+                && let (Ok(pt), Ok(hz)) = (pt.parse(), value.parse())
+            {
+                config.clock_rates.insert(pt, hz);
             }
         }
         Ok(config)

@@ -14,7 +14,7 @@ use crate::input::is_capture_magic;
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The log to import: a CSV with columns seq, send_ms, arrival_ms, [stream], values...
+    /// The log to import: a CSV with columns seq, send_ms, arrival_ms, optional stream, values.
     input: PathBuf,
     /// The trace to write.
     #[arg(short, long, value_name = "OUT")]

@@ -1,0 +1,199 @@
+//! Bad input: a clear one-line error naming what and where, exit code 2, no panic, and no
+//! output file left behind as if it were complete.
+
+use std::path::Path;
+
+use crate::util::{fixtures, import, jitterlab, write};
+
+/// Runs jitterlab with `args` and checks the failure contract; returns the error line.
+fn fails(args: &[&str], cwd: &Path) -> String {
+    let out = jitterlab().current_dir(cwd).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "jitterlab {args:?}: {stderr}");
+    assert!(
+        !stderr.contains("panicked"),
+        "jitterlab {args:?} panicked: {stderr}"
+    );
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
+    assert!(stderr.starts_with("error:"), "{stderr}");
+    stderr
+}
+
+fn seed_trace(dir: &Path) -> std::path::PathBuf {
+    import(
+        dir,
+        &fixtures().join("contracts/c07_seed000_interpolate.csv"),
+    )
+}
+
+#[test]
+fn missing_file_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let msg = fails(&["replay", "nope.jtr", "--policy", "fixed"], dir.path());
+    assert!(msg.contains("nope.jtr"), "{msg}");
+    let msg = fails(&["info", "nope.jtr"], dir.path());
+    assert!(msg.contains("nope.jtr"), "{msg}");
+}
+
+#[test]
+fn a_file_of_another_format_is_not_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "log.csv", b"seq,send_ms,arrival_ms\n1,2,3\n");
+    let msg = fails(&["info", "log.csv"], dir.path());
+    assert!(
+        msg.contains("log.csv") && msg.contains("not a jitterlab trace"),
+        "{msg}"
+    );
+    write(dir.path(), "empty.jtr", b"");
+    let msg = fails(&["info", "empty.jtr"], dir.path());
+    assert!(msg.contains("empty"), "{msg}");
+    write(
+        dir.path(),
+        "cap.pcap",
+        &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0],
+    );
+    let msg = fails(&["info", "cap.pcap"], dir.path());
+    assert!(msg.contains("pcap"), "{msg}");
+}
+
+#[test]
+fn corrupt_record_names_its_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = seed_trace(dir.path());
+    let mut bytes = std::fs::read(&trace).unwrap();
+    let header_len = jitterlab_capture::Reader::new(&bytes[..])
+        .unwrap()
+        .header_len() as usize;
+    bytes[header_len] = 0xc1; // a reserved MessagePack marker where a record starts
+    std::fs::write(&trace, &bytes).unwrap();
+    let msg = fails(
+        &["replay", trace.to_str().unwrap(), "--policy", "fixed"],
+        dir.path(),
+    );
+    assert!(msg.contains(&format!("byte offset {header_len}")), "{msg}");
+}
+
+#[test]
+fn header_cut_short_is_an_error_and_a_cut_tail_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = seed_trace(dir.path());
+    let bytes = std::fs::read(&trace).unwrap();
+    std::fs::write(&trace, &bytes[..20]).unwrap();
+    let msg = fails(&["info", trace.to_str().unwrap()], dir.path());
+    assert!(msg.contains("cut short"), "{msg}");
+    // A tail cut mid-record (a writer killed) keeps every complete record: a warning, not a loss.
+    std::fs::write(&trace, &bytes[..bytes.len() - 3]).unwrap();
+    let out = jitterlab()
+        .args(["info", "--json"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("do not form a whole record"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["streams"][0]["packets"], 2);
+    assert!(v["trailing_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_policies_name_the_key_and_the_allowed_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = seed_trace(dir.path());
+    let t = trace.to_str().unwrap();
+    let msg = fails(
+        &["replay", t, "--policy", "fixed:delay=100ms,colour=red"],
+        dir.path(),
+    );
+    assert!(
+        msg.contains("colour") && msg.contains("unknown key"),
+        "{msg}"
+    );
+    let msg = fails(&["replay", t, "--policy", "fixed:delay=-5ms"], dir.path());
+    assert!(msg.contains("delay") && msg.contains("≥ 0ms"), "{msg}");
+    let msg = fails(&["replay", t, "--policy", "fixed:capacity=0"], dir.path());
+    assert!(msg.contains("capacity") && msg.contains("1..="), "{msg}");
+    let msg = fails(&["replay", t, "--policy", "wobbly"], dir.path());
+    assert!(msg.contains("unknown policy"), "{msg}");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--fps", "0"],
+        dir.path(),
+    );
+    assert!(msg.contains("fps"), "{msg}");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--at", "200,100"],
+        dir.path(),
+    );
+    assert!(msg.contains("must not decrease"), "{msg}");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--clock", "offset=soon"],
+        dir.path(),
+    );
+    assert!(msg.contains("clock"), "{msg}");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--stream", "9"],
+        dir.path(),
+    );
+    assert!(msg.contains("--stream 9"), "{msg}");
+}
+
+#[test]
+fn malformed_csv_names_line_and_column_and_leaves_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.csv",
+        b"seq,send_ms,arrival_ms,x\n1,0,5,1\n2,50,zz,2\n",
+    );
+    let msg = fails(&["import", "bad.csv", "-o", "out.jtr"], dir.path());
+    assert!(
+        msg.contains("line 3") && msg.contains("arrival_ms"),
+        "{msg}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("bad.csv")],
+        "partial output left behind"
+    );
+}
+
+#[test]
+fn import_never_overwrites_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.csv", b"seq,send_ms,arrival_ms\n1,0,5\n");
+    write(dir.path(), "out.jtr", b"precious");
+    let msg = fails(&["import", "ok.csv", "-o", "out.jtr"], dir.path());
+    assert!(
+        msg.contains("already exists") && msg.contains("--force"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("out.jtr")).unwrap(),
+        b"precious"
+    );
+    jitterlab()
+        .current_dir(dir.path())
+        .args(["import", "ok.csv", "-o", "out.jtr", "--force"])
+        .assert()
+        .success();
+    assert_ne!(
+        std::fs::read(dir.path().join("out.jtr")).unwrap(),
+        b"precious"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = jitterlab().args(["replay"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = jitterlab().args(["frobnicate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

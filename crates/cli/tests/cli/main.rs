@@ -1,0 +1,10 @@
+//! Command-line tests: the real `jitterlab` binary on real files.
+//!
+//! - `contracts`: the seed vectors (fixtures/contracts) through import + replay.
+//! - `bad_input`: every kind of bad input is one line on stderr and exit code 2.
+//! - `commands`: info, replay, timeline and demo outputs.
+
+mod bad_input;
+mod commands;
+mod contracts;
+mod util;
