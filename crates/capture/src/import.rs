@@ -222,6 +222,21 @@ mod tests {
         assert_eq!(first.values, vec![15.0]);
     }
 
+    /// C2: sequence, send time (sender clock) and arrival time (local clock) are separate
+    /// fields all the way from the log to the decoded sample.
+    #[test]
+    fn c02_seq_send_and_arrival_stay_separate() {
+        let csv = "seq,send_ms,arrival_ms,v\n41,1000.5,7.25,1\n";
+        let imported = import_csv(csv.as_bytes(), "c2.csv").unwrap();
+        let rec = &imported.records[0];
+        assert_eq!(rec.time, Nanos::from_micros(7_250));
+        let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
+        let s = dec.decode(rec).unwrap();
+        assert_eq!(s.seq, 41);
+        assert_eq!(s.send, Nanos::from_micros(1_000_500));
+        assert_eq!(s.arrival, Nanos::from_micros(7_250));
+    }
+
     #[test]
     fn empty_arrival_is_ground_truth() {
         let csv = "stream,seq,send_ms,arrival_ms,x,y\n0,1,0,5,1,2\n0,2,50,,3,4\n";
