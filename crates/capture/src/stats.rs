@@ -220,17 +220,12 @@ mod tests {
     }
 
     fn sample(seq: i64, send_ms: i64, arr_ms: i64) -> Sample {
-        Sample {
-            stream: 0,
+        Sample::new(
+            0,
             seq,
-            send: Nanos::from_millis(send_ms),
-            arrival: Nanos::from_millis(arr_ms),
-            values: vec![],
-            state: None,
-            event: None,
-            marker: false,
-            payload_type: None,
-        }
+            Nanos::from_millis(send_ms),
+            Nanos::from_millis(arr_ms),
+        )
     }
 
     #[test]

@@ -14,9 +14,8 @@
 //! use jitterlab_replay::{replay_stream, ClockMapping, FrameClock, Mode, Policy};
 //!
 //! // Seed 000: samples at 50/100/150 ms arriving out of order, sampled at 225 ms.
-//! let mk = |seq: i64, send: i64, arrival: i64, v: f64| Sample {
-//!     stream: 0, seq, send: Nanos::from_millis(send), arrival: Nanos::from_millis(arrival),
-//!     values: vec![v], state: None, event: None, marker: false, payload_type: None,
+//! let mk = |seq: i64, send: i64, arrival: i64, v: f64| {
+//!     Sample::new(0, seq, Nanos::from_millis(send), Nanos::from_millis(arrival)).with_values(vec![v])
 //! };
 //! let samples = [mk(3, 150, 151, 15.0), mk(1, 50, 152, 5.0), mk(2, 100, 153, 10.0)];
 //! let policy: Policy = "fixed:delay=100ms,max_gap=120ms".parse()?;

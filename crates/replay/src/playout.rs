@@ -87,17 +87,12 @@ mod tests {
     use super::*;
 
     fn frame(seq: i64, send_ms: i64, arrival_ms: i64) -> Sample {
-        Sample {
-            stream: 0,
+        Sample::new(
+            0,
             seq,
-            send: Nanos::from_millis(send_ms),
-            arrival: Nanos::from_millis(arrival_ms),
-            values: vec![],
-            state: None,
-            event: None,
-            marker: false,
-            payload_type: None,
-        }
+            Nanos::from_millis(send_ms),
+            Nanos::from_millis(arrival_ms),
+        )
     }
 
     /// C21: sent every 20 ms, received intervals 35, −5, 40, 5 ms (out of order), delay 60 ms

@@ -4,17 +4,13 @@ use jitterlab_capture::{Nanos, Sample};
 use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, replay_stream};
 
 fn s(seq: i64, send_ms: i64, arrival_ms: i64, v: f64) -> Sample {
-    Sample {
-        stream: 0,
+    Sample::new(
+        0,
         seq,
-        send: Nanos::from_millis(send_ms),
-        arrival: Nanos::from_millis(arrival_ms),
-        values: vec![v],
-        state: None,
-        event: None,
-        marker: false,
-        payload_type: None,
-    }
+        Nanos::from_millis(send_ms),
+        Nanos::from_millis(arrival_ms),
+    )
+    .with_values(vec![v])
 }
 
 fn frames(

@@ -16,16 +16,14 @@ fn arb_trace() -> impl Strategy<Value = Vec<Sample>> {
                     continue;
                 }
                 let send = Nanos::from_millis(i as i64 * 50);
-                let mk = |extra: i64| Sample {
-                    stream: 0,
-                    seq: i as i64,
-                    send,
-                    arrival: send + Nanos::from_millis(delay_ms + extra),
-                    values: vec![i as f64],
-                    state: None,
-                    event: None,
-                    marker: false,
-                    payload_type: None,
+                let mk = |extra: i64| {
+                    Sample::new(
+                        0,
+                        i as i64,
+                        send,
+                        send + Nanos::from_millis(delay_ms + extra),
+                    )
+                    .with_values(vec![i as f64])
                 };
                 out.push(mk(0));
                 if dup {

@@ -100,6 +100,29 @@ pub struct Sample {
     pub payload_type: Option<u8>,
 }
 
+impl Sample {
+    /// A sample with no values, state, event or payload type.
+    pub fn new(stream: u32, seq: i64, send: Nanos, arrival: Nanos) -> Self {
+        Self {
+            stream,
+            seq,
+            send,
+            arrival,
+            values: Vec::new(),
+            state: None,
+            event: None,
+            marker: false,
+            payload_type: None,
+        }
+    }
+
+    /// The same sample carrying `values`.
+    pub fn with_values(mut self, values: Vec<f64>) -> Self {
+        self.values = values;
+        self
+    }
+}
+
 /// What identifies a stream and what is known about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamInfo {

@@ -6,17 +6,7 @@ use jitterlab_capture::decode::Sample;
 use super::*;
 
 fn s(seq: i64, send_ms: f64, value: f64) -> Sample {
-    Sample {
-        stream: 0,
-        seq,
-        send: Nanos::from_millis_f64(send_ms),
-        arrival: Nanos::ZERO,
-        values: vec![value],
-        state: None,
-        event: None,
-        marker: false,
-        payload_type: None,
-    }
+    Sample::new(0, seq, Nanos::from_millis_f64(send_ms), Nanos::ZERO).with_values(vec![value])
 }
 
 fn cfg(delay: i64, max_gap: i64, capacity: usize) -> FixedConfig {
