@@ -26,6 +26,7 @@
 pub mod decode;
 mod error;
 pub mod import;
+pub mod netmodel;
 pub mod output;
 pub mod stats;
 pub mod synth;

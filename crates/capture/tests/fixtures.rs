@@ -13,7 +13,7 @@ fn fixture() -> PathBuf {
 
 #[test]
 fn demo_fixture_matches_its_generator() {
-    let (header, records) = generate(&Config::demo());
+    let (header, records) = generate(&Config::demo()).unwrap();
     let bytes = to_bytes(&header, &records);
     if std::env::var_os("JITTERLAB_BLESS").is_some() {
         std::fs::write(fixture(), &bytes).unwrap();

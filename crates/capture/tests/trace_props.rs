@@ -76,6 +76,14 @@ fn read_all(bytes: &[u8]) -> Result<(Vec<Record>, u64), jitterlab_capture::Error
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
+    /// The hand-written encoder makes exactly the bytes serde does.
+    #[test]
+    fn emit_matches_the_serde_encoding(record in arb_record()) {
+        let mut fast = Vec::new();
+        record.emit(&mut fast);
+        prop_assert_eq!(fast, rmp_serde::to_vec(&record).unwrap());
+    }
+
     #[test]
     fn written_records_read_back_equal(records in proptest::collection::vec(arb_record(), 0..40)) {
         let bytes = write_all(&records);

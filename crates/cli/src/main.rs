@@ -29,6 +29,8 @@ enum Command {
     Info(cmd::info::Args),
     /// Replay a trace through a buffer policy and report what a player would have seen.
     Replay(cmd::replay::Args),
+    /// Generate a synthetic trace with ground truth from a seeded network model.
+    Synth(cmd::synth::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(&args),
         Command::Info(args) => cmd::info::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        Command::Synth(args) => cmd::synth::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

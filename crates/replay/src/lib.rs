@@ -11,7 +11,7 @@
 //! # Example
 //! ```
 //! use jitterlab_capture::{Nanos, Sample};
-//! use jitterlab_replay::{replay_stream, ClockMapping, FrameClock, Mode, Policy};
+//! use jitterlab_replay::{replay_stream, ClockMapping, FrameClock, Mode, Policy, Stream};
 //!
 //! // Seed 000: samples at 50/100/150 ms arriving out of order, sampled at 225 ms.
 //! let mk = |seq: i64, send: i64, arrival: i64, v: f64| {
@@ -20,7 +20,7 @@
 //! let samples = [mk(3, 150, 151, 15.0), mk(1, 50, 152, 5.0), mk(2, 100, 153, 10.0)];
 //! let policy: Policy = "fixed:delay=100ms,max_gap=120ms".parse()?;
 //! let mut shown = Vec::new();
-//! replay_stream(&samples, &[], &policy, &FrameClock::At(vec![Nanos::from_millis(225)]),
+//! replay_stream(&Stream::new(&samples), &policy, &FrameClock::At(vec![Nanos::from_millis(225)]),
 //!     ClockMapping::Fixed(Nanos::ZERO), |f| shown.push((f.mode, f.alpha, f.value.to_vec())))?;
 //! assert_eq!(shown, [(Mode::Interpolate, Some(0.5), vec![12.5])]);
 //! # Ok::<(), jitterlab_replay::Error>(())
@@ -39,4 +39,4 @@ pub use clock::ClockMapping;
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use policy::{FixedConfig, Policy};
-pub use run::{Frame, FrameClock, TraceReplay, replay_stream, replay_trace};
+pub use run::{Frame, FrameClock, Stream, TraceReplay, replay_stream, replay_trace};

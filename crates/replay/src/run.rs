@@ -82,18 +82,68 @@ pub struct Frame<'a> {
     pub startup: bool,
 }
 
+/// One stream to replay: its received samples in arrival order, its ground truth if any, and
+/// the names of its value channels.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stream<'a> {
+    /// Received samples, in arrival order.
+    pub samples: &'a [Sample],
+    /// Ground-truth samples (as sent), if the trace has them.
+    pub truth: &'a [Sample],
+    /// Value channel names; rotation channels (`qx`, `qy`, `qz`, `qw`) are left out of the
+    /// position error.
+    pub channels: &'a [String],
+}
+
+impl<'a> Stream<'a> {
+    /// A stream of received samples with no ground truth and unnamed channels.
+    pub fn new(samples: &'a [Sample]) -> Self {
+        Self {
+            samples,
+            truth: &[],
+            channels: &[],
+        }
+    }
+
+    /// The same stream with ground truth.
+    pub fn with_truth(mut self, truth: &'a [Sample]) -> Self {
+        self.truth = truth;
+        self
+    }
+
+    /// The same stream with channel names.
+    pub fn with_channels(mut self, channels: &'a [String]) -> Self {
+        self.channels = channels;
+        self
+    }
+
+    /// Indices of the channels that make up the position error.
+    fn error_channels(&self) -> Vec<usize> {
+        let rotation = |n: &str| matches!(n, "qx" | "qy" | "qz" | "qw");
+        let width = self.samples.first().map_or(0, |s| s.values.len());
+        (0..width)
+            .filter(|&i| !self.channels.get(i).is_some_and(|n| rotation(n)))
+            .collect()
+    }
+}
+
 /// Reference values over send time, for error: ground truth, else hindsight.
 struct ReferenceTrack<'a> {
     points: Vec<&'a Sample>,
     cursor: usize,
+    channels: Vec<usize>,
 }
 
 impl<'a> ReferenceTrack<'a> {
-    fn new(samples: &'a [Sample]) -> Self {
+    fn new(samples: &'a [Sample], channels: Vec<usize>) -> Self {
         let mut points: Vec<&Sample> = samples.iter().filter(|s| !s.values.is_empty()).collect();
         points.sort_by_key(|s| (s.send, s.seq));
         points.dedup_by_key(|s| s.seq);
-        Self { points, cursor: 0 }
+        Self {
+            points,
+            cursor: 0,
+            channels,
+        }
     }
 
     /// Distance between `shown` and the reference at `target` (targets must not decrease).
@@ -117,32 +167,32 @@ impl<'a> ReferenceTrack<'a> {
                 _ => av,
             }
         };
-        let sq: f64 = shown
+        let sq: f64 = self
+            .channels
             .iter()
-            .enumerate()
-            .map(|(i, v)| (v - at(i)).powi(2))
+            .filter_map(|&i| shown.get(i).map(|v| (v - at(i)).powi(2)))
             .sum();
         Some(sq.sqrt())
     }
 }
 
-/// Replays one stream's received samples (in arrival order) through `policy`, calling
-/// `on_frame` for every frame, and returns the metrics.
+/// Replays one stream through `policy`, calling `on_frame` for every frame, and returns the
+/// metrics.
 ///
-/// `truth` holds the stream's ground-truth samples, if any; without them, error is measured
-/// against hindsight (every sample that ever arrived).
+/// Error is measured against the stream's ground truth if it has one, else against hindsight
+/// (every sample that ever arrived).
 ///
 /// # Errors
 /// An invalid frame clock.
 pub fn replay_stream(
-    samples: &[Sample],
-    truth: &[Sample],
+    stream: &Stream<'_>,
     policy: &Policy,
     frames: &FrameClock,
     clock: ClockMapping,
     mut on_frame: impl FnMut(&Frame<'_>),
 ) -> Result<Metrics, Error> {
     frames.validate()?;
+    let (samples, truth) = (stream.samples, stream.truth);
     let Policy::Fixed(config) = policy;
     let delay = config.delay;
     let mut buffer = SnapshotBuffer::new(config.clone());
@@ -156,7 +206,10 @@ pub fn replay_stream(
         order.sort_by_key(|&i| samples[i as usize].arrival);
     }
     let offset = clock.offset(samples);
-    let mut reference = ReferenceTrack::new(if truth.is_empty() { samples } else { truth });
+    let mut reference = ReferenceTrack::new(
+        if truth.is_empty() { samples } else { truth },
+        stream.error_channels(),
+    );
     if !reference.points.is_empty() {
         metrics.reference = Some(if truth.is_empty() {
             Reference::Hindsight
@@ -164,7 +217,7 @@ pub fn replay_stream(
             Reference::Truth
         });
     }
-    let stream = samples[0].stream;
+    let stream_id = samples[0].stream;
     let first = samples[order[0] as usize].arrival;
     let last = samples[order[order.len() - 1] as usize].arrival;
     let times: Box<dyn Iterator<Item = Nanos>> = match frames {
@@ -231,7 +284,7 @@ pub fn replay_stream(
             }
         }
         on_frame(&Frame {
-            stream,
+            stream: stream_id,
             at,
             target,
             mode: pick.mode,
@@ -290,7 +343,10 @@ pub fn replay_trace(
         }
         let samples: Vec<Sample> = decoded.stream_samples(info.id).cloned().collect();
         let truth: Vec<Sample> = decoded.stream_truth(info.id).cloned().collect();
-        let m = replay_stream(&samples, &truth, policy, frames, clock, &mut on_frame)?;
+        let input = Stream::new(&samples)
+            .with_truth(&truth)
+            .with_channels(&info.channels);
+        let m = replay_stream(&input, policy, frames, clock, &mut on_frame)?;
         out.total.merge(&m);
         out.streams.push((info.id, m));
     }

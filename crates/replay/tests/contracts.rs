@@ -1,7 +1,7 @@
 //! Contracts C1, C3 (fixed mapping) and C6 through the public replay API.
 
 use jitterlab_capture::{Nanos, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Stream, replay_stream};
 
 fn s(seq: i64, send_ms: i64, arrival_ms: i64, v: f64) -> Sample {
     Sample::new(
@@ -23,8 +23,7 @@ fn frames(
     let at = FrameClock::At(at_ms.iter().map(|&t| Nanos::from_millis(t)).collect());
     let mut out = Vec::new();
     replay_stream(
-        samples,
-        &[],
+        &Stream::new(samples),
         &policy,
         &at,
         ClockMapping::Fixed(Nanos::from_millis(offset_ms)),
@@ -80,8 +79,7 @@ fn c03_estimated_offset_cancels_the_clock_offset() {
     let run = |v: &[Sample]| {
         let mut shown = Vec::new();
         replay_stream(
-            v,
-            &[],
+            &Stream::new(v),
             &policy,
             &FrameClock::Fps(60.0),
             ClockMapping::Estimated,

@@ -2,7 +2,7 @@
 //! reordering, gaps), checked against naive oracles.
 
 use jitterlab_capture::{Nanos, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, HoldReason, Mode, Policy, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, HoldReason, Mode, Policy, Stream, replay_stream};
 use proptest::prelude::*;
 
 /// A 20 Hz stream: per tick, lost or not, a queueing delay, maybe duplicated.
@@ -59,8 +59,7 @@ struct Seen {
 fn run(trace: &[Sample], policy: &Policy) -> (Vec<Seen>, jitterlab_replay::Metrics) {
     let mut seen = Vec::new();
     let m = replay_stream(
-        trace,
-        &[],
+        &Stream::new(trace),
         policy,
         &FrameClock::Fps(60.0),
         ClockMapping::Fixed(Nanos::ZERO),

@@ -1,7 +1,7 @@
 //! Replaying one stream through several configurations, keeping per-frame logs for figures.
 
 use jitterlab_capture::decode::{Decoded, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Summary, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Stream, Summary, replay_stream};
 
 use crate::Error;
 
@@ -50,11 +50,20 @@ pub fn run_policies(
     let samples: Vec<Sample> = decoded.stream_samples(stream).cloned().collect();
     let truth: Vec<Sample> = decoded.stream_truth(stream).cloned().collect();
     let start = samples.iter().map(|s| s.arrival).min().unwrap_or_default();
+    let channels = decoded
+        .streams
+        .iter()
+        .find(|s| s.id == stream)
+        .map(|s| s.channels.clone())
+        .unwrap_or_default();
+    let input = Stream::new(&samples)
+        .with_truth(&truth)
+        .with_channels(&channels);
     policies
         .iter()
         .map(|(label, policy)| {
             let mut log = FrameLog::default();
-            let metrics = replay_stream(&samples, &truth, policy, frames, clock, |f| {
+            let metrics = replay_stream(&input, policy, frames, clock, |f| {
                 if f.startup {
                     return;
                 }

@@ -4,3 +4,4 @@ pub(crate) mod demo;
 pub(crate) mod import;
 pub(crate) mod info;
 pub(crate) mod replay;
+pub(crate) mod synth;

@@ -197,3 +197,28 @@ fn usage_errors_exit_2() {
     let out = jitterlab().args(["frobnicate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn synth_out_of_range_parameters_name_the_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (args, needle) in [
+        (vec!["--model", "loss=100%"], "loss"),
+        (vec!["--model", "delay=-4ms"], "delay"),
+        (vec!["--model", "burst=0.5"], "burst"),
+        (vec!["--model", "wobble=3"], "unknown key"),
+        (vec!["--rate", "0"], "--rate"),
+        (vec!["--profile", "moon"], "unknown profile"),
+        (vec!["--motion", "moonwalk"], "motion"),
+        (vec!["--duration", "soon"], "--duration"),
+    ] {
+        let mut all = vec!["synth", "-o", "x.jtr"];
+        all.extend(args);
+        let msg = fails(&all, d);
+        assert!(msg.contains(needle), "{all:?}: {msg}");
+    }
+    write(d, "link.txt", b"0\n10\nten\n");
+    let msg = fails(&["synth", "-o", "x.jtr", "--model", "link=link.txt"], d);
+    assert!(msg.contains("line 3"), "{msg}");
+    assert!(!d.join("x.jtr").exists(), "no output after an error");
+}

@@ -52,7 +52,7 @@ fn info_json_matches_the_generators_ground_truth() {
     }
     assert!(s["ssrc"].is_null());
 
-    let (_, records) = generate(&Config::demo());
+    let (_, records) = generate(&Config::demo()).unwrap();
     let mut received: BTreeMap<u64, u64> = BTreeMap::new();
     let mut sent = BTreeSet::new();
     for r in &records {
@@ -265,4 +265,78 @@ fn demo_writes_real_pngs_with_content_in_every_panel() {
         .assert()
         .success();
     assert_eq!(std::fs::read(report.join("notes.txt")).unwrap(), b"mine");
+}
+
+#[test]
+fn synth_same_seed_same_bytes_and_info_sees_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let make = |name: &str, seed: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        jitterlab()
+            .args([
+                "synth",
+                "--profile",
+                "wifi",
+                "--model",
+                "loss=10%,burst=3",
+                "--duration",
+                "120s",
+                "--seed",
+                seed,
+                "-o",
+            ])
+            .arg(&out)
+            .args(extra)
+            .assert()
+            .success();
+        std::fs::read(out).unwrap()
+    };
+    let a = make("a.jtr", "5", &[]);
+    assert_eq!(a, make("b.jtr", "5", &[]), "same seed, same bytes");
+    assert_ne!(a, make("c.jtr", "6", &[]), "another seed, another file");
+    assert_ne!(a, make("d.jtr", "5", &["--motion", "teleport"]));
+    let v = json(&[
+        OsStr::new("info"),
+        dir.path().join("a.jtr").as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    let s = &v["streams"][0];
+    let sent = v["truth_packets"].as_u64().unwrap();
+    assert_eq!(sent, 2400);
+    let lost = s["lost"].as_f64().unwrap() / sent as f64;
+    assert!((0.06..0.14).contains(&lost), "loss {lost}");
+    assert!(s["loss_bursts"]["mean_len"].as_f64().unwrap() > 1.5);
+    assert_eq!(
+        s["channels"],
+        serde_json::json!(["x", "y", "z", "qx", "qy", "qz", "qw"])
+    );
+    // The trace replays with error measured against the generator's ground truth.
+    let r = json(&[
+        OsStr::new("replay"),
+        dir.path().join("a.jtr").as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("fixed:delay=150ms"),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(r["metrics"]["error_reference"], "truth");
+}
+
+#[test]
+fn synth_lists_its_profiles() {
+    let out = jitterlab()
+        .args(["synth", "--list-profiles"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "lan",
+        "wifi",
+        "lte",
+        "lte-driving",
+        "congested",
+        "satellite",
+        "mobile-handover",
+    ] {
+        assert!(text.contains(name), "{name} missing");
+    }
 }

@@ -1,0 +1,89 @@
+//! Replaying traces derived from the team's real cellular link traces (Mahimahi, in
+//! `../shared/data/traces/mahimahi`; never copied into the project). Skipped, saying so, when
+//! `JITTERLAB_SHARED_DATA` is unset; failing when it is set but missing.
+
+use std::path::PathBuf;
+
+use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
+use jitterlab_capture::synth::{Config, Motion, generate};
+use jitterlab_capture::{Nanos, RecordKind, Sample};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, Stream, replay_stream};
+
+fn shared_data() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("JITTERLAB_SHARED_DATA") else {
+        eprintln!("skipped: JITTERLAB_SHARED_DATA is not set (point it at shared/data)");
+        return None;
+    };
+    let mut dir = PathBuf::from(dir);
+    if dir.is_relative() {
+        dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(dir);
+    }
+    assert!(
+        dir.is_dir(),
+        "JITTERLAB_SHARED_DATA={} is not a directory",
+        dir.display()
+    );
+    Some(dir)
+}
+
+/// 20 Hz snapshots for 5 minutes through a recorded link, decoded into (received, truth).
+fn link_trace(path: &std::path::Path) -> (Vec<Sample>, Vec<Sample>) {
+    let config = Config {
+        rate_hz: 20.0,
+        duration: Nanos::from_secs(300),
+        seed: 3,
+        motion: Motion::Walk,
+        model: format!("delay=25ms,link={},queue=200", path.display())
+            .parse()
+            .unwrap(),
+        profile: None,
+    };
+    let (_, records) = generate(&config).unwrap();
+    let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
+    let (mut received, mut truth) = (Vec::new(), Vec::new());
+    for r in &records {
+        let s = dec.decode(r).unwrap();
+        if r.kind() == RecordKind::Sent {
+            truth.push(s)
+        } else {
+            received.push(s)
+        }
+    }
+    (received, truth)
+}
+
+#[test]
+fn over_recorded_cellular_links_more_delay_means_fewer_holds() {
+    let Some(data) = shared_data() else { return };
+    for name in [
+        "ATT-LTE-driving.down",
+        "TMobile-UMTS-driving.down",
+        "Verizon-LTE-short.down",
+    ] {
+        let (received, truth) = link_trace(&data.join("traces/mahimahi").join(name));
+        assert!(received.len() > 5000, "{name}: {} received", received.len());
+        let mut ratios = Vec::new();
+        for delay in [50, 100, 200, 400, 800] {
+            let policy: Policy = format!("fixed:delay={delay}ms,max_gap=250ms,capacity=64")
+                .parse()
+                .unwrap();
+            let m = replay_stream(
+                &Stream::new(&received).with_truth(&truth),
+                &policy,
+                &FrameClock::Fps(60.0),
+                ClockMapping::Estimated,
+                |_| {},
+            )
+            .unwrap();
+            ratios.push(m.summary().hold_ratio);
+        }
+        assert!(
+            ratios.windows(2).all(|w| w[1] <= w[0]),
+            "{name}: hold ratios {ratios:?}"
+        );
+        assert!(ratios[4] < ratios[0], "{name}: hold ratios {ratios:?}");
+        eprintln!("{name}: hold ratio by delay 50/100/200/400/800 ms: {ratios:?}");
+    }
+}
