@@ -168,7 +168,7 @@ fn timeline_csv_has_a_row_per_frame() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "stream,at_ms,target_ms,mode,hold,alpha,depth,delay_ms,error,state,startup,x,y"
+        "stream,at_ms,target_ms,mode,hold,alpha,depth,delay_ms,error,state,startup,x,y,z,qx,qy,qz,qw"
     );
     let rows: Vec<&str> = lines.collect();
     let m = &v["metrics"];
