@@ -1,7 +1,7 @@
 //! Nanosecond time values, so units live in the type rather than in field names.
 
 use std::fmt;
-use std::ops::{Add, AddAssign, Neg, Sub, SubAssign};
+use std::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 use serde::{Deserialize, Serialize};
 
@@ -102,6 +102,13 @@ impl Sub for Nanos {
 impl SubAssign for Nanos {
     fn sub_assign(&mut self, rhs: Self) {
         self.0 -= rhs.0;
+    }
+}
+
+impl Mul<i64> for Nanos {
+    type Output = Self;
+    fn mul(self, rhs: i64) -> Self {
+        Self(self.0 * rhs)
     }
 }
 

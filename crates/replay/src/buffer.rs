@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Lifecycle, Sample};
 
-use crate::policy::FixedConfig;
+use crate::policy::BufferConfig;
 
 /// What became of a pushed packet. Every packet gets exactly one outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,7 +165,7 @@ impl SeqWindow {
 /// A snapshot interpolation buffer with a fixed configuration.
 #[derive(Clone, Debug)]
 pub struct SnapshotBuffer {
-    config: FixedConfig,
+    config: BufferConfig,
     items: VecDeque<Held>,
     seen: SeqWindow,
     /// Send time of the oldest sample the display may still need: older arrivals are late.
@@ -175,7 +175,7 @@ pub struct SnapshotBuffer {
 
 impl SnapshotBuffer {
     /// An empty buffer.
-    pub fn new(config: FixedConfig) -> Self {
+    pub fn new(config: BufferConfig) -> Self {
         Self {
             items: VecDeque::with_capacity(config.capacity.min(1024) + 1),
             config,
@@ -186,7 +186,7 @@ impl SnapshotBuffer {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &FixedConfig {
+    pub fn config(&self) -> &BufferConfig {
         &self.config
     }
 

@@ -26,6 +26,7 @@
 //! # Ok::<(), jitterlab_replay::Error>(())
 //! ```
 
+mod adapt;
 pub mod buffer;
 pub mod clock;
 mod error;
@@ -38,5 +39,5 @@ pub use buffer::{HoldReason, Mode, Pick, Push, SnapshotBuffer};
 pub use clock::ClockMapping;
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
-pub use policy::{FixedConfig, Policy};
+pub use policy::{Apply, BufferConfig, FixedConfig, JitterConfig, Policy, QuantileConfig};
 pub use run::{Frame, FrameClock, Stream, TraceReplay, replay_stream, replay_trace};

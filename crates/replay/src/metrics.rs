@@ -134,6 +134,12 @@ pub struct Metrics {
     pub error: LogHistogram,
     /// Where the error reference came from, if there is one.
     pub reference: Option<Reference>,
+    /// The policy's playout delay per frame, in ms.
+    pub buffer_delay_ms: LogHistogram,
+    /// Frames where the display stood still because the delay jumped up.
+    pub timeline_freezes: u64,
+    /// Frames played faster or slower than real time (stretch).
+    pub scaled_frames: u64,
 }
 
 impl Metrics {
@@ -166,6 +172,13 @@ impl Metrics {
                 }
             }
         }
+    }
+
+    /// Records how the timeline moved at one frame.
+    pub fn timeline(&mut self, delay: jitterlab_capture::Nanos, frozen: bool, scaled: bool) {
+        self.buffer_delay_ms.add(delay.as_millis_f64());
+        self.timeline_freezes += u64::from(frozen);
+        self.scaled_frames += u64::from(scaled);
     }
 
     /// Records the depth at one frame.
@@ -203,6 +216,9 @@ impl Metrics {
             (a, b) => a.or(b),
         };
         self.error.merge(&other.error);
+        self.buffer_delay_ms.merge(&other.buffer_delay_ms);
+        self.timeline_freezes += other.timeline_freezes;
+        self.scaled_frames += other.scaled_frames;
         self.reference = match (self.reference, other.reference) {
             (Some(Reference::Hindsight), _) | (_, Some(Reference::Hindsight)) => {
                 Some(Reference::Hindsight)
@@ -251,6 +267,10 @@ impl Metrics {
             p95_error: self.error.quantile(0.95),
             p99_error: self.error.quantile(0.99),
             max_error: self.error.max(),
+            mean_buffer_delay_ms: self.buffer_delay_ms.mean(),
+            max_buffer_delay_ms: self.buffer_delay_ms.max(),
+            timeline_freezes: self.timeline_freezes,
+            scaled_frames: self.scaled_frames,
         }
     }
 }
@@ -316,6 +336,14 @@ pub struct Summary {
     pub p99_error: Option<f64>,
     /// Largest error.
     pub max_error: Option<f64>,
+    /// Mean playout delay the policy chose, in ms.
+    pub mean_buffer_delay_ms: Option<f64>,
+    /// Largest playout delay the policy chose, in ms.
+    pub max_buffer_delay_ms: Option<f64>,
+    /// Frames where the display stood still rather than step backwards (jumps to a longer delay).
+    pub timeline_freezes: u64,
+    /// Frames played faster or slower than real time (stretch).
+    pub scaled_frames: u64,
 }
 
 #[cfg(test)]

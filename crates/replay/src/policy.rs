@@ -1,5 +1,5 @@
 //! Buffer policies as named configurations, parsed from strings like
-//! `fixed:delay=100ms,max_gap=120ms,capacity=8`.
+//! `fixed:delay=100ms,max_gap=120ms,capacity=8` or `jitter:k=3,apply=stretch:max_rate=5%`.
 //!
 //! A policy string is the interface users' scripts and sweep results rely on: [`Policy`]'s
 //! `Display` prints the canonical string (every key, in a fixed order) and parsing it again
@@ -20,11 +20,9 @@ pub enum MissPolicy {
     Hold,
 }
 
-/// The fixed-delay snapshot interpolation buffer of seed 000 (C4–C11).
+/// The sample store every snapshot policy shares (C4, C5, C8, C11).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FixedConfig {
-    /// Interpolation delay: target = sender-clock now − delay (C6).
-    pub delay: Nanos,
+pub struct BufferConfig {
     /// Never interpolate across a pair of samples further apart than this (C8).
     pub max_gap: Nanos,
     /// Samples held at most; the oldest by send time is evicted when full (C11).
@@ -37,12 +35,11 @@ pub struct FixedConfig {
     pub miss: MissPolicy,
 }
 
-impl Default for FixedConfig {
-    /// Seed 000's probe: 100 ms delay, 120 ms max gap; capacity 32 as in seed 003 and Mirror
-    /// (seed 000's capacity of 8 holds only 400 ms at 20 Hz, too few for longer delays).
+impl Default for BufferConfig {
+    /// Seed 000's 120 ms max gap; capacity 32 as in seed 003 and Mirror (seed 000's 8 holds
+    /// only 400 ms at 20 Hz, too few for longer delays).
     fn default() -> Self {
         Self {
-            delay: Nanos::from_millis(100),
             max_gap: Nanos::from_millis(120),
             capacity: 32,
             stale_drop: false,
@@ -52,52 +49,205 @@ impl Default for FixedConfig {
     }
 }
 
+/// How an adaptive policy moves from its current delay to a new target (C18).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Apply {
+    /// At once. A shorter delay skips the timeline forward; a longer one freezes the display
+    /// until the timeline has fallen back (it never steps backwards).
+    Jump,
+    /// By time-scaling: playback runs at most `max_rate` faster or slower than real time, so
+    /// the timeline stays continuous (as NetEq's accelerate / preemptive expand do for voice).
+    Stretch {
+        /// Largest relative speed change, e.g. 0.05 for ±5 %.
+        max_rate: f64,
+    },
+}
+
+impl fmt::Display for Apply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Jump => f.write_str("jump"),
+            Self::Stretch { max_rate } => write!(f, "stretch:max_rate={}", format_share(*max_rate)),
+        }
+    }
+}
+
+/// The fixed-delay snapshot interpolation buffer of seed 000 (C4–C11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixedConfig {
+    /// Interpolation delay: target = sender-clock now − delay (C6).
+    pub delay: Nanos,
+    /// The sample store.
+    pub buffer: BufferConfig,
+}
+
+impl Default for FixedConfig {
+    /// Seed 000's probe: 100 ms delay (2 intervals at 20 Hz), 120 ms max gap.
+    fn default() -> Self {
+        Self {
+            delay: Nanos::from_millis(100),
+            buffer: BufferConfig::default(),
+        }
+    }
+}
+
+/// RFC 3550 adaptive delay (C16, C17): `delay = a·interval + k·J`, clamped to [min, max].
+#[derive(Clone, Debug, PartialEq)]
+pub struct JitterConfig {
+    /// Intervals of delay before jitter is added.
+    pub a: f64,
+    /// Multiples of the jitter estimate J (2…4 is usual, C17).
+    pub k: f64,
+    /// The send interval; `None`: estimated from the stream.
+    pub interval: Option<Nanos>,
+    /// Lower clamp; `None`: one send interval.
+    pub min: Option<Nanos>,
+    /// Upper clamp.
+    pub max: Nanos,
+    /// How delay changes are applied.
+    pub apply: Apply,
+    /// The sample store.
+    pub buffer: BufferConfig,
+}
+
+impl Default for JitterConfig {
+    /// Seed 003's Unity sample: `2·interval + 3·J`, clamped to [interval, 300 ms], applied at once.
+    fn default() -> Self {
+        Self {
+            a: 2.0,
+            k: 3.0,
+            interval: None,
+            min: None,
+            max: Nanos::from_millis(300),
+            apply: Apply::Jump,
+            buffer: BufferConfig::default(),
+        }
+    }
+}
+
+/// Delay from a quantile of recent delay variation, re-evaluated at a low rate (C18, seed
+/// 000's adaptive upgrade): `delay = interval + quantile_q(transit − min transit)` over the
+/// last `window` of arrivals, every `every`, clamped to [min, max].
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantileConfig {
+    /// The quantile, in (0, 1).
+    pub q: f64,
+    /// How far back arrivals count.
+    pub window: Nanos,
+    /// How often the target is re-evaluated.
+    pub every: Nanos,
+    /// The send interval; `None`: estimated from the stream.
+    pub interval: Option<Nanos>,
+    /// Lower clamp; `None`: one send interval.
+    pub min: Option<Nanos>,
+    /// Upper clamp.
+    pub max: Nanos,
+    /// How delay changes are applied.
+    pub apply: Apply,
+    /// The sample store.
+    pub buffer: BufferConfig,
+}
+
+impl Default for QuantileConfig {
+    /// The 95th percentile over 2 s, every 500 ms (NetEq's quantile and resample interval),
+    /// stretched at up to 5 %.
+    fn default() -> Self {
+        Self {
+            q: 0.95,
+            window: Nanos::from_secs(2),
+            every: Nanos::from_millis(500),
+            interval: None,
+            min: None,
+            max: Nanos::from_millis(1000),
+            apply: Apply::Stretch { max_rate: 0.05 },
+            buffer: BufferConfig::default(),
+        }
+    }
+}
+
 /// The most samples a buffer may be configured to hold.
 pub const MAX_CAPACITY: usize = 1 << 20;
 
 /// A buffer policy with all of its parameters.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Policy {
     /// Fixed delay (seed 000).
     Fixed(FixedConfig),
+    /// RFC 3550 jitter-driven delay (seed 003).
+    Jitter(JitterConfig),
+    /// Quantile of recent delay variation (seed 000's upgrade).
+    Quantile(QuantileConfig),
 }
 
 impl Policy {
     /// The policy names this build knows.
-    pub const NAMES: &'static [&'static str] = &["fixed"];
+    pub const NAMES: &'static [&'static str] = &["fixed", "jitter", "quantile"];
 
     /// The policy's name.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Fixed(_) => "fixed",
+            Self::Jitter(_) => "jitter",
+            Self::Quantile(_) => "quantile",
         }
     }
 
-    /// The (initial) interpolation delay.
-    pub fn delay(&self) -> Nanos {
+    /// The sample store's configuration.
+    pub fn buffer(&self) -> &BufferConfig {
+        match self {
+            Self::Fixed(c) => &c.buffer,
+            Self::Jitter(c) => &c.buffer,
+            Self::Quantile(c) => &c.buffer,
+        }
+    }
+
+    /// The largest delay the policy can choose.
+    pub fn max_delay(&self) -> Nanos {
         match self {
             Self::Fixed(c) => c.delay,
+            Self::Jitter(c) => c.max,
+            Self::Quantile(c) => c.max,
         }
     }
 
     /// The parameters as (key, canonical value) pairs, in the order `Display` prints them.
     pub fn params(&self) -> Vec<(&'static str, String)> {
-        match self {
-            Self::Fixed(c) => vec![
-                ("delay", format_duration(c.delay)),
-                ("max_gap", format_duration(c.max_gap)),
-                ("capacity", c.capacity.to_string()),
-                ("stale", c.stale_drop.to_string()),
-                ("dedup", c.dedup.to_string()),
-                (
-                    "miss",
-                    match c.miss {
-                        MissPolicy::Hold => "hold".to_owned(),
-                    },
-                ),
+        let opt = |d: Option<Nanos>| d.map_or_else(|| "auto".to_owned(), format_duration);
+        let mut out = match self {
+            Self::Fixed(c) => vec![("delay", format_duration(c.delay))],
+            Self::Jitter(c) => vec![
+                ("a", c.a.to_string()),
+                ("k", c.k.to_string()),
+                ("interval", opt(c.interval)),
+                ("min", opt(c.min)),
+                ("max", format_duration(c.max)),
+                ("apply", c.apply.to_string()),
             ],
-        }
+            Self::Quantile(c) => vec![
+                ("q", c.q.to_string()),
+                ("window", format_duration(c.window)),
+                ("every", format_duration(c.every)),
+                ("interval", opt(c.interval)),
+                ("min", opt(c.min)),
+                ("max", format_duration(c.max)),
+                ("apply", c.apply.to_string()),
+            ],
+        };
+        let b = self.buffer();
+        out.extend([
+            ("max_gap", format_duration(b.max_gap)),
+            ("capacity", b.capacity.to_string()),
+            ("stale", b.stale_drop.to_string()),
+            ("dedup", b.dedup.to_string()),
+            (
+                "miss",
+                match b.miss {
+                    MissPolicy::Hold => "hold".to_owned(),
+                },
+            ),
+        ]);
+        out
     }
 }
 
@@ -117,15 +267,152 @@ impl fmt::Display for Policy {
 /// Formats a duration the way policy strings write it: `100ms`, `12.5ms`, `0ms`.
 pub fn format_duration(d: Nanos) -> String {
     let ms = d.as_nanos() as f64 / 1e6;
-    let mut s = format!("{ms:.6}");
+    format!("{}ms", trim_number(format!("{ms:.6}")))
+}
+
+fn format_share(x: f64) -> String {
+    format!("{}%", trim_number(format!("{:.6}", x * 100.0)))
+}
+
+fn trim_number(mut s: String) -> String {
     while s.ends_with('0') {
         s.pop();
     }
     if s.ends_with('.') {
         s.pop();
     }
-    format!("{s}ms")
+    s
 }
+
+/// Parses one key of a policy, for error messages that name it.
+struct Key<'a> {
+    policy: &'a str,
+    key: &'a str,
+    value: &'a str,
+}
+
+impl Key<'_> {
+    fn err(&self, reason: impl Into<String>) -> Error {
+        Error::Policy {
+            policy: self.policy.to_owned(),
+            key: self.key.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    fn duration(&self, min: Nanos) -> Result<Nanos, Error> {
+        let d = parse_duration(self.value).map_err(|e| self.err(e))?;
+        if d < min {
+            return Err(self.err(format!(
+                "{} is out of range (allowed: ≥ {})",
+                self.value,
+                if min == Nanos::ZERO {
+                    "0ms".to_owned()
+                } else {
+                    format!("{}ns", min.0)
+                }
+            )));
+        }
+        Ok(d)
+    }
+
+    fn auto_duration(&self, min: Nanos) -> Result<Option<Nanos>, Error> {
+        if self.value == "auto" {
+            Ok(None)
+        } else {
+            self.duration(min).map(Some)
+        }
+    }
+
+    fn number(&self, ok: impl Fn(f64) -> bool, range: &str) -> Result<f64, Error> {
+        match self.value.parse::<f64>() {
+            Ok(x) if x.is_finite() && ok(x) => Ok(x),
+            Ok(_) => Err(self.err(format!("{} is out of range (allowed: {range})", self.value))),
+            Err(_) => Err(self.err(format!(
+                "'{}' is not a number (allowed: {range})",
+                self.value
+            ))),
+        }
+    }
+
+    fn boolean(&self) -> Result<bool, Error> {
+        match self.value {
+            "true" | "on" | "yes" | "1" => Ok(true),
+            "false" | "off" | "no" | "0" => Ok(false),
+            other => Err(self.err(format!("'{other}' is not a boolean (allowed: true, false)"))),
+        }
+    }
+
+    fn apply(&self) -> Result<Apply, Error> {
+        if self.value == "jump" {
+            return Ok(Apply::Jump);
+        }
+        let rest = self.value.strip_prefix("stretch").ok_or_else(|| {
+            self.err(format!(
+                "'{}' (allowed: jump, stretch:max_rate=5%)",
+                self.value
+            ))
+        })?;
+        let rate = match rest.strip_prefix(":max_rate=") {
+            None if rest.is_empty() => 0.05,
+            None => {
+                return Err(self.err(format!(
+                    "'{}' (allowed: jump, stretch:max_rate=5%)",
+                    self.value
+                )));
+            }
+            Some(r) => {
+                let x = match r.strip_suffix('%') {
+                    Some(p) => p.parse::<f64>().map(|p| p / 100.0),
+                    None => r.parse::<f64>(),
+                };
+                match x {
+                    Ok(x) if x > 0.0 && x < 1.0 => x,
+                    _ => {
+                        return Err(self.err(format!(
+                            "max_rate {r} is out of range (allowed: above 0% and below 100%)"
+                        )));
+                    }
+                }
+            }
+        };
+        Ok(Apply::Stretch { max_rate: rate })
+    }
+
+    /// Applies a shared buffer key; `Ok(false)` when the key is not one.
+    fn buffer(&self, b: &mut BufferConfig) -> Result<bool, Error> {
+        match self.key {
+            "max_gap" => b.max_gap = self.duration(Nanos(1))?,
+            "capacity" => {
+                b.capacity = match self.value.parse::<usize>() {
+                    Ok(n) if (1..=MAX_CAPACITY).contains(&n) => n,
+                    _ => {
+                        return Err(self.err(format!(
+                            "{} is out of range (allowed: 1..={MAX_CAPACITY})",
+                            self.value
+                        )));
+                    }
+                }
+            }
+            "stale" => b.stale_drop = self.boolean()?,
+            "dedup" => b.dedup = self.boolean()?,
+            "miss" => {
+                b.miss = match self.value {
+                    "hold" => MissPolicy::Hold,
+                    other => {
+                        return Err(
+                            self.err(format!("'{other}' is not a miss policy (allowed: hold)"))
+                        );
+                    }
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+const BUFFER_KEYS: &str = "max_gap, capacity, stale, dedup, miss";
 
 impl FromStr for Policy {
     type Err = Error;
@@ -134,49 +421,125 @@ impl FromStr for Policy {
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
         let name = name.trim();
         let pairs = parse_pairs(name, rest)?;
-        match name {
-            "fixed" => {
-                let mut c = FixedConfig::default();
-                for (key, value) in pairs {
-                    let bad = |reason: String| Error::Policy {
-                        policy: name.to_owned(),
-                        key: key.to_owned(),
-                        reason,
-                    };
-                    match key {
-                        "delay" => c.delay = duration_at_least(value, Nanos::ZERO).map_err(bad)?,
-                        "max_gap" => c.max_gap = duration_at_least(value, Nanos(1)).map_err(bad)?,
-                        "capacity" => c.capacity = capacity(value).map_err(bad)?,
-                        "stale" => c.stale_drop = boolean(value).map_err(bad)?,
-                        "dedup" => c.dedup = boolean(value).map_err(bad)?,
-                        "miss" => {
-                            c.miss = match value {
-                                "hold" => MissPolicy::Hold,
-                                other => {
-                                    return Err(bad(format!(
-                                        "'{other}' is not a miss policy (allowed: hold)"
-                                    )));
-                                }
-                            }
-                        }
-                        other => {
-                            return Err(Error::Policy {
-                                policy: name.to_owned(),
-                                key: other.to_owned(),
-                                reason: "unknown key (allowed: delay, max_gap, capacity, stale, dedup, miss)"
-                                    .to_owned(),
-                            });
-                        }
-                    }
-                }
-                Ok(Self::Fixed(c))
+        let unknown = |key: &str, own: &str| Error::Policy {
+            policy: name.to_owned(),
+            key: key.to_owned(),
+            reason: format!("unknown key (allowed: {own}, {BUFFER_KEYS})"),
+        };
+        let mut policy = match name {
+            "fixed" => Self::Fixed(FixedConfig::default()),
+            "jitter" => Self::Jitter(JitterConfig::default()),
+            "quantile" => Self::Quantile(QuantileConfig::default()),
+            other => {
+                return Err(Error::Policy {
+                    policy: other.to_owned(),
+                    key: String::new(),
+                    reason: format!("unknown policy (known: {})", Self::NAMES.join(", ")),
+                });
             }
-            other => Err(Error::Policy {
-                policy: other.to_owned(),
-                key: String::new(),
-                reason: format!("unknown policy (known: {})", Self::NAMES.join(", ")),
-            }),
+        };
+        for (key, value) in pairs {
+            let k = Key {
+                policy: name,
+                key,
+                value,
+            };
+            let handled = match &mut policy {
+                Self::Fixed(c) => match key {
+                    "delay" => {
+                        c.delay = k.duration(Nanos::ZERO)?;
+                        true
+                    }
+                    _ => k.buffer(&mut c.buffer)?,
+                },
+                Self::Jitter(c) => match key {
+                    "a" => {
+                        c.a = k.number(|x| (0.0..=100.0).contains(&x), "0 to 100")?;
+                        true
+                    }
+                    "k" => {
+                        c.k = k.number(|x| (0.0..=100.0).contains(&x), "0 to 100")?;
+                        true
+                    }
+                    "interval" => {
+                        c.interval = k.auto_duration(Nanos(1))?;
+                        true
+                    }
+                    "min" => {
+                        c.min = k.auto_duration(Nanos::ZERO)?;
+                        true
+                    }
+                    "max" => {
+                        c.max = k.duration(Nanos::ZERO)?;
+                        true
+                    }
+                    "apply" => {
+                        c.apply = k.apply()?;
+                        true
+                    }
+                    _ => k.buffer(&mut c.buffer)?,
+                },
+                Self::Quantile(c) => match key {
+                    "q" => {
+                        c.q = k.number(|x| x > 0.0 && x < 1.0, "strictly between 0 and 1")?;
+                        true
+                    }
+                    "window" => {
+                        c.window = k.duration(Nanos(1))?;
+                        true
+                    }
+                    "every" => {
+                        c.every = k.duration(Nanos(1))?;
+                        true
+                    }
+                    "interval" => {
+                        c.interval = k.auto_duration(Nanos(1))?;
+                        true
+                    }
+                    "min" => {
+                        c.min = k.auto_duration(Nanos::ZERO)?;
+                        true
+                    }
+                    "max" => {
+                        c.max = k.duration(Nanos::ZERO)?;
+                        true
+                    }
+                    "apply" => {
+                        c.apply = k.apply()?;
+                        true
+                    }
+                    _ => k.buffer(&mut c.buffer)?,
+                },
+            };
+            if !handled {
+                return Err(match policy {
+                    Self::Fixed(_) => unknown(key, "delay"),
+                    Self::Jitter(_) => unknown(key, "a, k, interval, min, max, apply"),
+                    Self::Quantile(_) => {
+                        unknown(key, "q, window, every, interval, min, max, apply")
+                    }
+                });
+            }
         }
+        let clamp = match &policy {
+            Self::Jitter(c) => Some((c.min, c.max)),
+            Self::Quantile(c) => Some((c.min, c.max)),
+            Self::Fixed(_) => None,
+        };
+        if let Some((Some(min), max)) = clamp
+            && min > max
+        {
+            return Err(Error::Policy {
+                policy: name.to_owned(),
+                key: "min".to_owned(),
+                reason: format!(
+                    "{} is above max {}",
+                    format_duration(min),
+                    format_duration(max)
+                ),
+            });
+        }
+        Ok(policy)
     }
 }
 
@@ -201,38 +564,6 @@ fn parse_pairs<'a>(policy: &str, rest: &'a str) -> Result<Vec<(&'a str, &'a str)
     Ok(pairs)
 }
 
-fn duration_at_least(value: &str, min: Nanos) -> Result<Nanos, String> {
-    let d = parse_duration(value)?;
-    if d < min {
-        return Err(format!(
-            "{value} is out of range (allowed: ≥ {})",
-            if min == Nanos::ZERO {
-                "0ms".to_owned()
-            } else {
-                format!("{}ns", min.0)
-            }
-        ));
-    }
-    Ok(d)
-}
-
-fn capacity(value: &str) -> Result<usize, String> {
-    match value.parse::<usize>() {
-        Ok(n) if (1..=MAX_CAPACITY).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "{value} is out of range (allowed: 1..={MAX_CAPACITY})"
-        )),
-    }
-}
-
-fn boolean(value: &str) -> Result<bool, String> {
-    match value {
-        "true" | "on" | "yes" | "1" => Ok(true),
-        "false" | "off" | "no" | "0" => Ok(false),
-        other => Err(format!("'{other}' is not a boolean (allowed: true, false)")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,9 +573,9 @@ mod tests {
         let p: Policy = "fixed:delay=100ms,max_gap=120ms,capacity=8"
             .parse()
             .unwrap();
-        let Policy::Fixed(c) = &p;
+        let Policy::Fixed(c) = &p else { panic!() };
         assert_eq!(
-            (c.delay, c.max_gap, c.capacity),
+            (c.delay, c.buffer.max_gap, c.buffer.capacity),
             (Nanos::from_millis(100), Nanos::from_millis(120), 8)
         );
         let text = p.to_string();
@@ -258,6 +589,18 @@ mod tests {
             Policy::Fixed(FixedConfig::default())
         );
         assert_eq!(format_duration(Nanos::from_micros(12_500)), "12.5ms");
+        for text in [
+            "jitter",
+            "jitter:a=1.5,k=4,interval=50ms,min=40ms,max=250ms,apply=stretch:max_rate=2.5%",
+            "quantile:q=0.99,window=5s,every=250ms,apply=jump,capacity=64",
+        ] {
+            let p: Policy = text.parse().unwrap();
+            assert_eq!(p.to_string().parse::<Policy>().unwrap(), p, "{text}");
+        }
+        assert_eq!(
+            "jitter".parse::<Policy>().unwrap().to_string(),
+            "jitter:a=2,k=3,interval=auto,min=auto,max=300ms,apply=jump,max_gap=120ms,capacity=32,stale=false,dedup=true,miss=hold"
+        );
     }
 
     #[test]
@@ -274,5 +617,12 @@ mod tests {
         assert!(msg("fixed:delay=1ms,delay=2ms").contains("twice"));
         assert!(msg("fixed:delay=100").contains("unit"));
         assert!(msg("fixed:max_gap=0ms").contains("max_gap"));
+        assert!(msg("jitter:k=-1").contains("key k") && msg("jitter:k=-1").contains("0 to 100"));
+        assert!(msg("quantile:q=1").contains("between 0 and 1"));
+        assert!(msg("quantile:q=0").contains("key q"));
+        assert!(msg("jitter:apply=wobble").contains("stretch"));
+        assert!(msg("jitter:apply=stretch:max_rate=150%").contains("max_rate"));
+        assert!(msg("jitter:min=400ms").contains("above max"));
+        assert!(msg("fixed:k=3").contains("unknown key"));
     }
 }

@@ -5,7 +5,8 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Decoded, Sample};
 
 use crate::Error;
-use crate::buffer::{HoldReason, Mode, SnapshotBuffer};
+use crate::adapt::{Applier, Controller};
+use crate::buffer::{HoldReason, Mode, Push, SnapshotBuffer};
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Reference};
 use crate::policy::Policy;
@@ -73,6 +74,11 @@ pub struct Frame<'a> {
     pub delay: Option<Nanos>,
     /// Samples buffered at or after the target.
     pub depth: usize,
+    /// The policy's playout delay in force at this frame.
+    pub buffer_delay: Nanos,
+    /// The timeline stood still at this frame rather than step backwards (a jump to a longer
+    /// delay).
+    pub frozen: bool,
     /// Time buffered ahead of the target: newest held send time − target (negative while
     /// the player starves).
     pub ahead: Option<Nanos>,
@@ -193,9 +199,9 @@ pub fn replay_stream(
 ) -> Result<Metrics, Error> {
     frames.validate()?;
     let (samples, truth) = (stream.samples, stream.truth);
-    let Policy::Fixed(config) = policy;
-    let delay = config.delay;
-    let mut buffer = SnapshotBuffer::new(config.clone());
+    let mut buffer = SnapshotBuffer::new(policy.buffer().clone());
+    let mut controller = Controller::new(policy);
+    let mut applier = Applier::new(policy);
     let mut metrics = Metrics::default();
     if samples.is_empty() {
         return Ok(metrics);
@@ -223,7 +229,7 @@ pub fn replay_stream(
     let times: Box<dyn Iterator<Item = Nanos>> = match frames {
         FrameClock::Fps(fps) => {
             let period = 1e9 / fps;
-            let end = last + delay + Nanos(period.ceil() as i64);
+            let end = last + policy.max_delay() + Nanos(period.ceil() as i64);
             let count = ((end - first).as_nanos() as f64 / period).floor() as i64 + 1;
             Box::new((0..count).map(move |k| first + Nanos((k as f64 * period).round() as i64)))
         }
@@ -235,11 +241,15 @@ pub fn replay_stream(
     let mut value = Vec::new();
     for at in times {
         while next < order.len() && samples[order[next] as usize].arrival <= at {
-            buffer.push(samples, order[next]);
+            let idx = order[next];
+            if buffer.push(samples, idx) != Push::Duplicate {
+                controller.on_arrival(&samples[idx as usize]);
+            }
             metrics.packets += 1;
             next += 1;
         }
-        let target = at + offset - delay;
+        let applied = applier.step(at, at + offset, controller.target(at));
+        let target = applied.target;
         let pick = buffer.sample(target);
         let startup =
             !started && (pick.mode == Mode::Empty || pick.hold == Some(HoldReason::BeforeOldest));
@@ -275,6 +285,7 @@ pub fn replay_stream(
         };
         metrics.frame(pick.mode, pick.hold, startup);
         if !startup {
+            metrics.timeline(applied.delay, applied.frozen, applied.scaled);
             metrics.depth(depth);
             if let Some(d) = shown_delay {
                 metrics.delay_ms.add(d.as_millis_f64());
@@ -298,6 +309,8 @@ pub fn replay_stream(
             delay: shown_delay,
             depth,
             ahead: buffer.newest_send().map(|n| n - target),
+            buffer_delay: applied.delay,
+            frozen: applied.frozen,
             error,
             startup,
         });

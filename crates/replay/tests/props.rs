@@ -36,9 +36,22 @@ fn arb_trace() -> impl Strategy<Value = Vec<Sample>> {
     )
 }
 
+/// Fixed, jitter and quantile policies over the shared buffer keys, with their max_gap.
 fn arb_policy() -> impl Strategy<Value = (Policy, Nanos)> {
-    (0i64..300, 30i64..300, 1usize..40, any::<bool>()).prop_map(|(delay, gap, cap, stale)| {
-        let policy = format!("fixed:delay={delay}ms,max_gap={gap}ms,capacity={cap},stale={stale}")
+    let buffer = (30i64..300, 1usize..40, any::<bool>());
+    let own = prop_oneof![
+        (0i64..300).prop_map(|d| format!("fixed:delay={d}ms")),
+        (0.0f64..4.0, 0.0f64..6.0, any::<bool>()).prop_map(|(a, k, jump)| format!(
+            "jitter:a={a:.2},k={k:.2},apply={}",
+            if jump { "jump" } else { "stretch:max_rate=5%" }
+        )),
+        (0.5f64..0.99, 100i64..2000, any::<bool>()).prop_map(|(q, every, jump)| format!(
+            "quantile:q={q:.3},every={every}ms,apply={}",
+            if jump { "jump" } else { "stretch:max_rate=10%" }
+        )),
+    ];
+    (own, buffer).prop_map(|(own, (gap, cap, stale))| {
+        let policy = format!("{own},max_gap={gap}ms,capacity={cap},stale={stale}")
             .parse()
             .unwrap();
         (policy, Nanos::from_millis(gap))

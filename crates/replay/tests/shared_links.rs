@@ -84,6 +84,32 @@ fn over_recorded_cellular_links_more_delay_means_fewer_holds() {
             "{name}: hold ratios {ratios:?}"
         );
         assert!(ratios[4] < ratios[0], "{name}: hold ratios {ratios:?}");
-        eprintln!("{name}: hold ratio by delay 50/100/200/400/800 ms: {ratios:?}");
+        eprintln!("{name}: fixed, hold ratio by delay 50/100/200/400/800 ms: {ratios:?}");
+        // The RFC 3550 jitter policy: a larger k buys more delay and fewer holds.
+        let mut by_k = Vec::new();
+        for k in [0.0, 2.0, 4.0, 8.0] {
+            let policy: Policy = format!("jitter:a=1,k={k},max=2s,max_gap=250ms,capacity=64")
+                .parse()
+                .unwrap();
+            let m = replay_stream(
+                &Stream::new(&received).with_truth(&truth),
+                &policy,
+                &FrameClock::Fps(60.0),
+                ClockMapping::Estimated,
+                |_| {},
+            )
+            .unwrap()
+            .summary();
+            by_k.push((m.mean_buffer_delay_ms.unwrap(), m.hold_ratio));
+        }
+        assert!(
+            by_k.windows(2).all(|w| w[1].0 > w[0].0),
+            "{name}: jitter delays {by_k:?}"
+        );
+        assert!(
+            by_k.windows(2).all(|w| w[1].1 <= w[0].1),
+            "{name}: jitter holds {by_k:?}"
+        );
+        eprintln!("{name}: jitter k=0/2/4/8, (mean delay ms, hold ratio): {by_k:?}");
     }
 }

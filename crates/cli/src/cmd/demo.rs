@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use jitterlab_capture::decode::decode_trace;
 use jitterlab_capture::stats::stream_stats;
 use jitterlab_capture::{Nanos, Reader};
-use jitterlab_replay::policy::FixedConfig;
+use jitterlab_replay::policy::{BufferConfig, FixedConfig};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy};
 use jitterlab_report::table::{rounded, summary_frame, to_text};
 use jitterlab_report::{run_policies, write_report};
@@ -58,8 +58,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(|ms| {
             let config = FixedConfig {
                 delay: Nanos::from_millis(ms),
-                max_gap: Nanos::from_millis(120),
-                ..FixedConfig::default()
+                buffer: BufferConfig {
+                    max_gap: Nanos::from_millis(120),
+                    ..BufferConfig::default()
+                },
             };
             (format!("fixed {ms} ms"), Policy::Fixed(config))
         })

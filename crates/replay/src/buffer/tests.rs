@@ -9,16 +9,17 @@ fn s(seq: i64, send_ms: f64, value: f64) -> Sample {
     Sample::new(0, seq, Nanos::from_millis_f64(send_ms), Nanos::ZERO).with_values(vec![value])
 }
 
-fn cfg(delay: i64, max_gap: i64, capacity: usize) -> FixedConfig {
-    FixedConfig {
-        delay: Nanos::from_millis(delay),
+/// The buffer part of `fixed:delay=…,max_gap=…,capacity=…` (the delay is the caller's: these
+/// tests pass the target time directly).
+fn cfg(_delay: i64, max_gap: i64, capacity: usize) -> BufferConfig {
+    BufferConfig {
         max_gap: Nanos::from_millis(max_gap),
         capacity,
-        ..FixedConfig::default()
+        ..BufferConfig::default()
     }
 }
 
-fn filled(samples: &[Sample], config: FixedConfig) -> SnapshotBuffer {
+fn filled(samples: &[Sample], config: BufferConfig) -> SnapshotBuffer {
     let mut b = SnapshotBuffer::new(config);
     for i in 0..samples.len() {
         b.push(samples, i as u32);
@@ -139,7 +140,7 @@ fn c11_seed003_stale_drop_and_prune() {
         s(3, 50.0, 3.0),
         s(4, 200.0, 4.0),
     ];
-    let config = FixedConfig {
+    let config = BufferConfig {
         stale_drop: true,
         ..cfg(100, 120, 32)
     };
