@@ -9,8 +9,6 @@
 //! The buffer stores indices into the caller's sample slice, never copies of the samples.
 //! It prunes what lies behind the playout point, so its memory is O(buffer window).
 
-use std::collections::VecDeque;
-
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Lifecycle, Sample};
 
@@ -81,6 +79,8 @@ pub struct Pick {
     /// The sender-clock time of what is displayed: the target when interpolating, the held
     /// sample's send time when holding.
     pub shown: Option<Nanos>,
+    /// Samples held at or after the target: what is buffered ahead of playout.
+    pub depth: usize,
 }
 
 /// Counters a production buffer keeps (C12), one per [`Push`] outcome.
@@ -162,11 +162,57 @@ impl SeqWindow {
     }
 }
 
+/// The held samples, oldest send time first: a `Vec` whose front is consumed by advancing a
+/// head index (compacted now and then), so reads are plain slice accesses, without the
+/// wrap-around arithmetic of a ring buffer.
+#[derive(Clone, Debug, Default)]
+struct Store {
+    items: Vec<Held>,
+    head: usize,
+}
+
+impl Store {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            items: Vec::with_capacity(n),
+            head: 0,
+        }
+    }
+
+    fn slice(&self) -> &[Held] {
+        &self.items[self.head..]
+    }
+
+    fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    fn insert(&mut self, at: usize, h: Held) {
+        if self.head + at == self.items.len() {
+            self.items.push(h);
+        } else {
+            self.items.insert(self.head + at, h);
+        }
+    }
+
+    /// Forgets the first `k` held samples.
+    fn drop_front(&mut self, k: usize) {
+        self.head += k;
+        if self.head == self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= 64 && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
 /// A snapshot interpolation buffer with a fixed configuration.
 #[derive(Clone, Debug)]
 pub struct SnapshotBuffer {
     config: BufferConfig,
-    items: VecDeque<Held>,
+    items: Store,
     seen: SeqWindow,
     /// Send time of the oldest sample the display may still need: older arrivals are late.
     watermark: Nanos,
@@ -177,7 +223,7 @@ impl SnapshotBuffer {
     /// An empty buffer.
     pub fn new(config: BufferConfig) -> Self {
         Self {
-            items: VecDeque::with_capacity(config.capacity.min(1024) + 1),
+            items: Store::with_capacity(config.capacity.min(1024) + 1),
             config,
             seen: SeqWindow::new(),
             watermark: Nanos::MIN,
@@ -197,22 +243,23 @@ impl SnapshotBuffer {
 
     /// Whether no sample is held.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.items.len() == 0
     }
 
     /// The held samples' indices, oldest send time first.
     pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
-        self.items.iter().map(|h| h.idx)
+        self.items.slice().iter().map(|h| h.idx)
     }
 
     /// Send time of the newest held sample.
     pub fn newest_send(&self) -> Option<Nanos> {
-        self.items.back().map(|h| h.send)
+        self.items.slice().last().map(|h| h.send)
     }
 
     /// How many held samples are at or after `target`: what is buffered ahead of playout.
     pub fn depth_after(&self, target: Nanos) -> usize {
-        self.items.len() - self.items.partition_point(|h| h.send < target)
+        let items = self.items.slice();
+        items.len() - items.partition_point(|h| h.send < target)
     }
 
     /// The counters so far.
@@ -231,7 +278,7 @@ impl SnapshotBuffer {
             self.counters.late += 1;
             return Push::Late;
         }
-        if self.config.stale_drop && self.items.front().is_some_and(|h| s.send <= h.send) {
+        if self.config.stale_drop && self.items.slice().first().is_some_and(|h| s.send <= h.send) {
             self.counters.stale += 1;
             return Push::Stale;
         }
@@ -242,14 +289,14 @@ impl SnapshotBuffer {
             cuts_before: matches!(s.event, Some(Lifecycle::Spawn | Lifecycle::Teleport)),
             cuts_after: s.event == Some(Lifecycle::Despawn),
         };
-        // Stable for equal send times: the newcomer goes after those already held.
-        let at = self.items.partition_point(|h| h.send <= s.send);
-        if !self.config.dedup
-            && self
-                .items
-                .iter()
-                .any(|h| h.seq == s.seq && h.send == s.send)
-        {
+        // Stable for equal send times: the newcomer goes after those already held. Arrivals
+        // are mostly the newest, so scan from the back.
+        let items = self.items.slice();
+        let mut at = items.len();
+        while at > 0 && items[at - 1].send > s.send {
+            at -= 1;
+        }
+        if !self.config.dedup && items.iter().any(|h| h.seq == s.seq && h.send == s.send) {
             // Without dedup an exact copy is still one sample; keep the first.
             self.counters.duplicates += 1;
             return Push::Duplicate;
@@ -257,7 +304,7 @@ impl SnapshotBuffer {
         self.items.insert(at, held);
         self.counters.inserted += 1;
         if self.items.len() > self.config.capacity {
-            self.items.pop_front();
+            self.items.drop_front(1);
             self.counters.evicted += 1;
             return Push::InsertedEvicting;
         }
@@ -267,7 +314,8 @@ impl SnapshotBuffer {
     /// Chooses what to show at sender-clock time `target`, then forgets samples the display
     /// can no longer need. Targets must not decrease between calls.
     pub fn sample(&mut self, target: Nanos) -> Pick {
-        let n = self.items.len();
+        let items = self.items.slice();
+        let n = items.len();
         if n == 0 {
             return Pick {
                 mode: Mode::Empty,
@@ -276,9 +324,15 @@ impl SnapshotBuffer {
                 to: None,
                 alpha: 0.0,
                 shown: None,
+                depth: 0,
             };
         }
-        let right = self.items.partition_point(|h| h.send < target);
+        // Pruning keeps at most the left bracket behind the target, so scan from the front.
+        let mut right = 0;
+        while right < n && items[right].send < target {
+            right += 1;
+        }
+        let depth = n - right;
         let hold = |h: Held, reason| Pick {
             mode: Mode::Hold,
             hold: Some(reason),
@@ -286,19 +340,20 @@ impl SnapshotBuffer {
             to: None,
             alpha: 0.0,
             shown: Some(h.send),
+            depth,
         };
         if right == n {
             // C9: after the newest, hold the newest, never the oldest.
-            let newest = self.items[n - 1];
+            let newest = items[n - 1];
             self.prune_before(n - 1);
             return hold(newest, HoldReason::AfterNewest);
         }
         if right == 0 {
             // C10: before the oldest, hold the oldest.
-            return hold(self.items[0], HoldReason::BeforeOldest);
+            return hold(items[0], HoldReason::BeforeOldest);
         }
-        let a = self.items[right - 1];
-        let b = self.items[right];
+        let a = items[right - 1];
+        let b = items[right];
         self.prune_before(right - 1);
         if b.send - a.send > self.config.max_gap || b.cuts_before || a.cuts_after {
             // C8: never interpolate (or extrapolate) across the gap; hold the left sample.
@@ -312,12 +367,13 @@ impl SnapshotBuffer {
             to: Some(b.idx),
             alpha,
             shown: Some(target),
+            depth,
         }
     }
 
     fn prune_before(&mut self, keep_from: usize) {
-        self.items.drain(..keep_from);
-        if let Some(front) = self.items.front() {
+        self.items.drop_front(keep_from);
+        if let Some(front) = self.items.slice().first() {
             self.watermark = self.watermark.max(front.send);
         }
     }

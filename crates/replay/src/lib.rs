@@ -40,4 +40,7 @@ pub use clock::ClockMapping;
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use policy::{Apply, BufferConfig, FixedConfig, JitterConfig, Policy, QuantileConfig};
-pub use run::{Frame, FrameClock, Stream, TraceReplay, replay_stream, replay_trace};
+pub use run::{
+    Frame, FrameClock, Prepared, Stream, TraceReplay, replay_metrics, replay_prepared,
+    replay_stream, replay_trace,
+};

@@ -2,19 +2,20 @@
 //!
 //! Quantiles come from a [`LogHistogram`] whose memory does not grow with the trace.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use crate::buffer::{Counters, HoldReason, Mode};
 
-/// A histogram of non-negative values with ~0.8 % relative precision in any unit.
+/// A histogram of non-negative values with ~0.8 % relative precision from 2⁻²⁰ (~1e-6) to
+/// 2³¹ (~2e9) in any unit; smaller values count as 0 and larger ones in the top bucket (the
+/// exact mean and maximum are kept apart).
 ///
 /// A positive f64's bit pattern grows with its value, so its exponent and first 7 mantissa
-/// bits make a monotone bucket key. The map is sparse: it holds only buckets that were hit.
+/// bits make a monotone bucket index into a fixed array of ~6,500 counters: adding is an index
+/// and an increment, and memory does not depend on how many values are added.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LogHistogram {
-    buckets: BTreeMap<u32, u64>,
+    counts: Vec<u32>,
     count: u64,
     sum: f64,
     max: f64,
@@ -22,26 +23,61 @@ pub struct LogHistogram {
 
 impl LogHistogram {
     const SHIFT: u32 = 52 - 7;
+    /// Biased exponent of 2⁻²⁰ and 2³¹.
+    const LO: u64 = (1023 - 20) << 7;
+    const HI: u64 = (1023 + 31) << 7;
+    const BUCKETS: usize = (Self::HI - Self::LO) as usize + 2;
+
+    fn bucket(v: f64) -> usize {
+        let key = v.to_bits() >> Self::SHIFT;
+        if key < Self::LO {
+            0
+        } else {
+            ((key - Self::LO) as usize + 1).min(Self::BUCKETS - 1)
+        }
+    }
+
+    fn bucket_mid(b: usize) -> f64 {
+        if b == 0 {
+            return 0.0;
+        }
+        let key = (b - 1) as u64 + Self::LO;
+        let lo = f64::from_bits(key << Self::SHIFT);
+        let hi = f64::from_bits((key + 1) << Self::SHIFT);
+        (lo + hi) / 2.0
+    }
 
     /// Adds a value; negative values count as 0, NaN is ignored.
+    #[inline]
     pub fn add(&mut self, value: f64) {
-        if value.is_nan() {
+        let v = if value >= 0.0 {
+            value
+        } else if value.is_nan() {
             return;
+        } else {
+            0.0
+        };
+        if self.counts.is_empty() {
+            self.counts = vec![0; Self::BUCKETS];
         }
-        let v = value.max(0.0);
-        *self
-            .buckets
-            .entry((v.to_bits() >> Self::SHIFT) as u32)
-            .or_default() += 1;
+        self.counts[Self::bucket(v)] += 1;
         self.count += 1;
         self.sum += value;
-        self.max = if self.count == 1 { v } else { self.max.max(v) };
+        if v > self.max || self.count == 1 {
+            self.max = v;
+        }
     }
 
     /// Adds every value of another histogram.
     pub fn merge(&mut self, other: &Self) {
-        for (k, n) in &other.buckets {
-            *self.buckets.entry(*k).or_default() += n;
+        if other.count == 0 {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts = vec![0; Self::BUCKETS];
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
         }
         self.max = if self.count == 0 {
             other.max
@@ -73,16 +109,67 @@ impl LogHistogram {
             return None;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        for (&key, &n) in &self.buckets {
-            seen += n;
+        let mut seen = 0u64;
+        for (b, &n) in self.counts.iter().enumerate() {
+            seen += u64::from(n);
             if seen >= rank {
-                let lo = f64::from_bits(u64::from(key) << Self::SHIFT);
-                let hi = f64::from_bits(u64::from(key + 1) << Self::SHIFT);
-                return Some(((lo + hi) / 2.0).min(self.max));
+                return Some(Self::bucket_mid(b).min(self.max));
             }
         }
         Some(self.max)
+    }
+}
+
+/// Count, sum, minimum and maximum: for per-frame values whose quantiles nobody asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Moments {
+    /// Adds a value.
+    pub fn add(&mut self, v: f64) {
+        if self.count == 0 {
+            (self.min, self.max) = (v, v);
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.count += 1;
+        self.sum += v;
+    }
+
+    /// Adds every value of another.
+    pub fn merge(&mut self, other: &Self) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// The mean, or `None` when empty.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    /// The minimum, or `None` when empty.
+    pub fn min(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.min)
+    }
+
+    /// The maximum, or `None` when empty.
+    pub fn max(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.max)
     }
 }
 
@@ -125,17 +212,15 @@ pub struct Metrics {
     /// Display delay: sender-clock now − sender time of what is shown, in ms.
     pub delay_ms: LogHistogram,
     /// Samples buffered ahead of the target, per frame.
-    pub depth: LogHistogram,
+    pub depth: Moments,
     /// Frames with no sample ahead of the target.
     pub zero_depth_frames: u64,
-    /// Smallest depth seen.
-    pub min_depth: Option<u64>,
     /// Distance between what is shown and the reference at the target time.
     pub error: LogHistogram,
     /// Where the error reference came from, if there is one.
     pub reference: Option<Reference>,
     /// The policy's playout delay per frame, in ms.
-    pub buffer_delay_ms: LogHistogram,
+    pub buffer_delay_ms: Moments,
     /// Frames where the display stood still because the delay jumped up.
     pub timeline_freezes: u64,
     /// Frames played faster or slower than real time (stretch).
@@ -183,12 +268,8 @@ impl Metrics {
 
     /// Records the depth at one frame.
     pub fn depth(&mut self, depth: usize) {
-        let d = depth as u64;
-        self.depth.add(d as f64);
-        if d == 0 {
-            self.zero_depth_frames += 1;
-        }
-        self.min_depth = Some(self.min_depth.map_or(d, |m| m.min(d)));
+        self.depth.add(depth as f64);
+        self.zero_depth_frames += u64::from(depth == 0);
     }
 
     /// Adds another stream's metrics to these.
@@ -211,10 +292,6 @@ impl Metrics {
         self.delay_ms.merge(&other.delay_ms);
         self.depth.merge(&other.depth);
         self.zero_depth_frames += other.zero_depth_frames;
-        self.min_depth = match (self.min_depth, other.min_depth) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         self.error.merge(&other.error);
         self.buffer_delay_ms.merge(&other.buffer_delay_ms);
         self.timeline_freezes += other.timeline_freezes;
@@ -260,7 +337,7 @@ impl Metrics {
             evicted: c.evicted,
             pending: self.pending,
             mean_depth: self.depth.mean(),
-            min_depth: self.min_depth,
+            min_depth: self.depth.min().map(|d| d as u64),
             zero_depth_ratio: ratio(self.zero_depth_frames),
             error_reference: self.reference,
             mean_error: self.error.mean(),

@@ -5,7 +5,7 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Decoded, Sample};
 
 use crate::Error;
-use crate::adapt::{Applier, Controller};
+use crate::adapt::{Applied, Applier, Controller};
 use crate::buffer::{HoldReason, Mode, Push, SnapshotBuffer};
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Reference};
@@ -133,52 +133,196 @@ impl<'a> Stream<'a> {
     }
 }
 
-/// Reference values over send time, for error: ground truth, else hindsight.
-struct ReferenceTrack<'a> {
-    points: Vec<&'a Sample>,
-    cursor: usize,
+/// Reference values over send time, for error: ground truth, else hindsight. Flat arrays of
+/// the error channels only, sorted by send time, one entry per sequence number.
+#[derive(Clone, Debug, Default)]
+struct ReferenceTrack {
+    sends: Vec<Nanos>,
+    seqs: Vec<i64>,
+    /// `width` values per entry.
+    values: Vec<f64>,
+    width: usize,
     channels: Vec<usize>,
+    /// `channels` is `0..width`.
+    contiguous: bool,
 }
 
-impl<'a> ReferenceTrack<'a> {
-    fn new(samples: &'a [Sample], channels: Vec<usize>) -> Self {
+impl ReferenceTrack {
+    fn new(samples: &[Sample], channels: Vec<usize>) -> Self {
         let mut points: Vec<&Sample> = samples.iter().filter(|s| !s.values.is_empty()).collect();
         points.sort_by_key(|s| (s.send, s.seq));
         points.dedup_by_key(|s| s.seq);
+        let width = channels.len();
+        let mut values = Vec::with_capacity(points.len() * width);
+        for p in &points {
+            values.extend(
+                channels
+                    .iter()
+                    .map(|&i| p.values.get(i).copied().unwrap_or(0.0)),
+            );
+        }
         Self {
-            points,
-            cursor: 0,
+            sends: points.iter().map(|p| p.send).collect(),
+            seqs: points.iter().map(|p| p.seq).collect(),
+            values,
+            width,
+            contiguous: channels.iter().enumerate().all(|(k, &c)| k == c),
             channels,
         }
     }
 
-    /// Distance between `shown` and the reference at `target` (targets must not decrease).
-    fn error(&mut self, target: Nanos, shown: &[f64]) -> Option<f64> {
-        let p = &self.points;
-        if p.is_empty() || shown.is_empty() {
+    fn is_empty(&self) -> bool {
+        self.sends.is_empty()
+    }
+
+    /// For each sample, its index in the reference when the reference holds exactly it (same
+    /// sequence number, send time and error-channel values), else `u32::MAX`.
+    fn positions(&self, samples: &[Sample]) -> Vec<u32> {
+        let index: std::collections::HashMap<i64, u32> = self
+            .seqs
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| (q, i as u32))
+            .collect();
+        let w = self.width;
+        samples
+            .iter()
+            .map(|s| {
+                let Some(&i) = index.get(&s.seq) else {
+                    return u32::MAX;
+                };
+                let at = i as usize;
+                let same = self.sends[at] == s.send
+                    && self.channels.iter().enumerate().all(|(k, &c)| {
+                        s.values
+                            .get(c)
+                            .is_some_and(|v| v.to_bits() == self.values[at * w + k].to_bits())
+                    });
+                if same { i } else { u32::MAX }
+            })
+            .collect()
+    }
+
+    /// Distance between what is shown (`a`, or `a + (b − a)·alpha` when `b` is given) and the
+    /// reference at `target`, over the error channels. `cursor` remembers where the previous
+    /// (not later) target was found.
+    fn error_at(
+        &self,
+        cursor: &mut usize,
+        target: Nanos,
+        a: &[f64],
+        b: Option<(&[f64], f64)>,
+    ) -> Option<f64> {
+        if self.sends.is_empty() || a.is_empty() {
             return None;
         }
-        while self.cursor + 1 < p.len() && p[self.cursor + 1].send <= target {
-            self.cursor += 1;
+        let n = self.sends.len();
+        while *cursor + 1 < n && self.sends[*cursor + 1] <= target {
+            *cursor += 1;
         }
-        let a = p[self.cursor];
-        let at = |i: usize| -> f64 {
-            let av = a.values.get(i).copied().unwrap_or(0.0);
-            match p.get(self.cursor + 1) {
-                Some(b) if target > a.send && b.send > a.send => {
-                    let t =
-                        (target - a.send).as_nanos() as f64 / (b.send - a.send).as_nanos() as f64;
-                    av + (b.values.get(i).copied().unwrap_or(0.0) - av) * t
+        let (i, w) = (*cursor, self.width);
+        let ra = &self.values[i * w..(i + 1) * w];
+        let (rb, t) = match self.sends.get(i + 1) {
+            Some(&next) if target > self.sends[i] && next > self.sends[i] => (
+                &self.values[(i + 1) * w..(i + 2) * w],
+                (target - self.sends[i]).as_nanos() as f64
+                    / (next - self.sends[i]).as_nanos() as f64,
+            ),
+            _ => (ra, 0.0),
+        };
+        // Fast path: the error channels are the first `w` values (no rotation channels named).
+        if self.contiguous && a.len() >= w && b.is_none_or(|(b, _)| b.len() >= w) {
+            let (a, ra, rb) = (&a[..w], &ra[..w], &rb[..w]);
+            let mut sq = 0.0;
+            match b {
+                Some((b, alpha)) => {
+                    let b = &b[..w];
+                    for k in 0..w {
+                        let v = a[k] + (b[k] - a[k]) * alpha;
+                        let want = ra[k] + (rb[k] - ra[k]) * t;
+                        sq += (v - want) * (v - want);
+                    }
                 }
-                _ => av,
+                None => {
+                    for k in 0..w {
+                        let want = ra[k] + (rb[k] - ra[k]) * t;
+                        sq += (a[k] - want) * (a[k] - want);
+                    }
+                }
+            }
+            return (w > 0).then(|| sq.sqrt());
+        }
+        let shown = |ch: usize| -> Option<f64> {
+            let x = *a.get(ch)?;
+            match b {
+                Some((b, alpha)) => Some(x + (b.get(ch)? - x) * alpha),
+                None => Some(x),
             }
         };
-        let sq: f64 = self
-            .channels
-            .iter()
-            .filter_map(|&i| shown.get(i).map(|v| (v - at(i)).powi(2)))
-            .sum();
-        Some(sq.sqrt())
+        let mut sq = 0.0;
+        let mut any = false;
+        for (k, &ch) in self.channels.iter().enumerate() {
+            let Some(v) = shown(ch) else { continue };
+            any = true;
+            let want = ra[k] + (rb[k] - ra[k]) * t;
+            sq += (v - want) * (v - want);
+        }
+        any.then(|| sq.sqrt())
+    }
+}
+
+/// A stream with what every replay of it needs computed once: its arrival order, the
+/// minimum-transit clock offset and the error reference. Sweeps prepare a stream once and
+/// replay it through many policies.
+#[derive(Clone, Debug)]
+pub struct Prepared<'a> {
+    samples: &'a [Sample],
+    /// Sample indices by arrival time (stable).
+    order: Vec<u32>,
+    offset_estimate: Nanos,
+    reference: ReferenceTrack,
+    reference_kind: Option<Reference>,
+    /// Each sample's index in the reference (see `ReferenceTrack::positions`).
+    ref_pos: Vec<u32>,
+}
+
+impl<'a> Prepared<'a> {
+    /// Prepares `stream` for replay.
+    pub fn new(stream: &Stream<'a>) -> Self {
+        let samples = stream.samples;
+        // C1: a policy sees packets by arrival time; sort stably in case the file is not in order.
+        let mut order: Vec<u32> = (0..samples.len() as u32).collect();
+        if samples.windows(2).any(|w| w[1].arrival < w[0].arrival) {
+            order.sort_by_key(|&i| samples[i as usize].arrival);
+        }
+        let truth = stream.truth;
+        let reference = ReferenceTrack::new(
+            if truth.is_empty() { samples } else { truth },
+            stream.error_channels(),
+        );
+        let reference_kind = (!reference.is_empty()).then_some(if truth.is_empty() {
+            Reference::Hindsight
+        } else {
+            Reference::Truth
+        });
+        Self {
+            samples,
+            order,
+            offset_estimate: crate::clock::estimate_offset(samples),
+            ref_pos: reference.positions(samples),
+            reference,
+            reference_kind,
+        }
+    }
+
+    /// How many received samples.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
     }
 }
 
@@ -195,51 +339,90 @@ pub fn replay_stream(
     policy: &Policy,
     frames: &FrameClock,
     clock: ClockMapping,
+    on_frame: impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
+    replay_prepared(&Prepared::new(stream), policy, frames, clock, on_frame)
+}
+
+/// [`replay_stream`] over a stream prepared once with [`Prepared::new`].
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn replay_prepared(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
     mut on_frame: impl FnMut(&Frame<'_>),
 ) -> Result<Metrics, Error> {
+    run::<true>(prepared, policy, frames, clock, &mut on_frame)
+}
+
+/// The metrics of replaying a prepared stream through `policy`, without per-frame output:
+/// the fast path for sweeps (the shown values are never materialised; error is computed
+/// straight from the bracketing samples).
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn replay_metrics(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
+) -> Result<Metrics, Error> {
+    run::<false>(prepared, policy, frames, clock, &mut |_| {})
+}
+
+fn run<const FRAMES: bool>(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
     frames.validate()?;
-    let (samples, truth) = (stream.samples, stream.truth);
+    let samples = prepared.samples;
+    let order = &prepared.order;
     let mut buffer = SnapshotBuffer::new(policy.buffer().clone());
     let mut controller = Controller::new(policy);
     let mut applier = Applier::new(policy);
+    let fixed_delay = match policy {
+        Policy::Fixed(c) => Some(c.delay),
+        _ => None,
+    };
     let mut metrics = Metrics::default();
     if samples.is_empty() {
         return Ok(metrics);
     }
-    // C1: a policy sees packets by arrival time; sort stably in case the file is not in order.
-    let mut order: Vec<u32> = (0..samples.len() as u32).collect();
-    if samples.windows(2).any(|w| w[1].arrival < w[0].arrival) {
-        order.sort_by_key(|&i| samples[i as usize].arrival);
-    }
-    let offset = clock.offset(samples);
-    let mut reference = ReferenceTrack::new(
-        if truth.is_empty() { samples } else { truth },
-        stream.error_channels(),
-    );
-    if !reference.points.is_empty() {
-        metrics.reference = Some(if truth.is_empty() {
-            Reference::Hindsight
-        } else {
-            Reference::Truth
-        });
-    }
+    let offset = match clock {
+        ClockMapping::Fixed(o) => o,
+        ClockMapping::Estimated => prepared.offset_estimate,
+    };
+    let reference = &prepared.reference;
+    let mut cursor = 0usize;
+    metrics.reference = prepared.reference_kind;
     let stream_id = samples[0].stream;
     let first = samples[order[0] as usize].arrival;
     let last = samples[order[order.len() - 1] as usize].arrival;
-    let times: Box<dyn Iterator<Item = Nanos>> = match frames {
+    let (count, period, at_list): (usize, f64, &[Nanos]) = match frames {
         FrameClock::Fps(fps) => {
             let period = 1e9 / fps;
             let end = last + policy.max_delay() + Nanos(period.ceil() as i64);
-            let count = ((end - first).as_nanos() as f64 / period).floor() as i64 + 1;
-            Box::new((0..count).map(move |k| first + Nanos((k as f64 * period).round() as i64)))
+            let count = ((end - first).as_nanos() as f64 / period).floor() as usize + 1;
+            (count, period, &[])
         }
-        FrameClock::At(times) => Box::new(times.iter().copied()),
+        FrameClock::At(times) => (times.len(), 0.0, times),
     };
 
     let mut next = 0usize;
     let mut started = false;
     let mut value = Vec::new();
-    for at in times {
+    for k in 0..count {
+        let at = if at_list.is_empty() {
+            first + Nanos((k as f64 * period + 0.5) as i64)
+        } else {
+            at_list[k]
+        };
         while next < order.len() && samples[order[next] as usize].arrival <= at {
             let idx = order[next];
             if buffer.push(samples, idx) != Push::Duplicate {
@@ -248,51 +431,87 @@ pub fn replay_stream(
             metrics.packets += 1;
             next += 1;
         }
-        let applied = applier.step(at, at + offset, controller.target(at));
+        let applied = match fixed_delay {
+            // A fixed delay needs no controller: frame times never decrease, so neither does
+            // the target.
+            Some(delay) => Applied {
+                delay,
+                target: at + offset - delay,
+                frozen: false,
+                scaled: false,
+            },
+            None => applier.step(at, at + offset, controller.target(at)),
+        };
         let target = applied.target;
         let pick = buffer.sample(target);
         let startup =
             !started && (pick.mode == Mode::Empty || pick.hold == Some(HoldReason::BeforeOldest));
         started |= !startup;
-        value.clear();
         let mut state = None;
-        if let Some(from) = pick.from {
-            let a = &samples[from as usize];
-            match pick.to {
-                Some(to) => {
-                    let b = &samples[to as usize];
-                    // C7: value = a + (b − a)·alpha, per channel.
-                    value.extend(
-                        a.values
-                            .iter()
-                            .zip(&b.values)
-                            .map(|(x, y)| x + (y - x) * pick.alpha),
-                    );
-                    state = if pick.alpha >= 1.0 { b.state } else { a.state };
+        let error = if FRAMES {
+            value.clear();
+            if let Some(from) = pick.from {
+                let a = &samples[from as usize];
+                match pick.to {
+                    Some(to) => {
+                        let b = &samples[to as usize];
+                        // C7: value = a + (b − a)·alpha, per channel.
+                        value.extend(
+                            a.values
+                                .iter()
+                                .zip(&b.values)
+                                .map(|(x, y)| x + (y - x) * pick.alpha),
+                        );
+                        state = if pick.alpha >= 1.0 { b.state } else { a.state };
+                    }
+                    None => {
+                        value.extend_from_slice(&a.values);
+                        state = a.state;
+                    }
                 }
-                None => {
-                    value.extend_from_slice(&a.values);
-                    state = a.state;
-                }
+                reference.error_at(&mut cursor, target, &value, None)
+            } else {
+                None
             }
-        }
-        let depth = buffer.depth_after(target);
-        let shown_delay = pick.shown.map(|s| at + offset - s);
-        let error = if pick.from.is_some() {
-            reference.error(target, &value)
         } else {
-            None
+            match (pick.from, pick.to) {
+                // Interpolating strictly inside a pair that is adjacent in the reference: the
+                // reference interpolates the same two points with the same factor, so the error
+                // is exactly 0 (the frame-by-frame path computes it; a property test checks both
+                // agree bit for bit).
+                (Some(from), Some(to))
+                    if pick.alpha < 1.0
+                        && prepared.ref_pos[from as usize] != u32::MAX
+                        && prepared.ref_pos[to as usize] == prepared.ref_pos[from as usize] + 1 =>
+                {
+                    Some(0.0)
+                }
+                (Some(from), Some(to)) => reference.error_at(
+                    &mut cursor,
+                    target,
+                    &samples[from as usize].values,
+                    Some((&samples[to as usize].values, pick.alpha)),
+                ),
+                (Some(from), None) => {
+                    reference.error_at(&mut cursor, target, &samples[from as usize].values, None)
+                }
+                _ => None,
+            }
         };
+        let shown_delay = pick.shown.map(|s| at + offset - s);
         metrics.frame(pick.mode, pick.hold, startup);
         if !startup {
             metrics.timeline(applied.delay, applied.frozen, applied.scaled);
-            metrics.depth(depth);
+            metrics.depth(pick.depth);
             if let Some(d) = shown_delay {
                 metrics.delay_ms.add(d.as_millis_f64());
             }
             if let Some(e) = error {
                 metrics.error.add(e);
             }
+        }
+        if !FRAMES {
+            continue;
         }
         on_frame(&Frame {
             stream: stream_id,
@@ -307,7 +526,7 @@ pub fn replay_stream(
             state,
             shown: pick.shown,
             delay: shown_delay,
-            depth,
+            depth: pick.depth,
             ahead: buffer.newest_send().map(|n| n - target),
             buffer_delay: applied.delay,
             frozen: applied.frozen,

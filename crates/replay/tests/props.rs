@@ -2,7 +2,10 @@
 //! reordering, gaps), checked against naive oracles.
 
 use jitterlab_capture::{Nanos, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, HoldReason, Mode, Policy, Stream, replay_stream};
+use jitterlab_replay::{
+    ClockMapping, FrameClock, HoldReason, Mode, Policy, Prepared, Stream, replay_metrics,
+    replay_stream,
+};
 use proptest::prelude::*;
 
 /// A 20 Hz stream: per tick, lost or not, a queueing delay, maybe duplicated.
@@ -138,6 +141,20 @@ proptest! {
             let newest = trace.iter().filter(|s| s.arrival <= f.at).map(|s| s.send).max().unwrap();
             prop_assert_eq!(trace[f.from.unwrap() as usize].send, newest);
         }
+    }
+
+    /// The metrics-only path (sweeps) gives exactly the metrics of the per-frame path.
+    #[test]
+    fn metrics_only_replay_equals_the_frame_by_frame_replay(trace in arb_trace(), (policy, _) in arb_policy()) {
+        let (_, with_frames) = run(&trace, &policy);
+        let fast = replay_metrics(
+            &Prepared::new(&Stream::new(&trace)),
+            &policy,
+            &FrameClock::Fps(60.0),
+            ClockMapping::Fixed(Nanos::ZERO),
+        )
+        .unwrap();
+        prop_assert_eq!(fast.summary(), with_frames.summary());
     }
 
     /// The same input gives the same output, frame for frame.

@@ -1,0 +1,65 @@
+//! Replay throughput: a 1,000,000-packet trace (60 Hz snapshots through the `wifi` profile)
+//! sampled at 60 fps, per policy. Throughput is in packets per second, frame sampling included.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
+use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
+use jitterlab_capture::{Nanos, RecordKind, Sample};
+use jitterlab_replay::{
+    ClockMapping, FrameClock, Policy, Prepared, Stream, replay_metrics, replay_prepared,
+};
+
+fn trace(packets: u64) -> Vec<Sample> {
+    let config = Config {
+        rate_hz: 60.0,
+        duration: Nanos::from_secs_f64(packets as f64 / 60.0),
+        seed: 1,
+        motion: Motion::Walk,
+        model: profile("wifi").unwrap(),
+        profile: None,
+    };
+    let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
+    let mut out = Vec::new();
+    generate_into(&config, |r| {
+        if r.kind() == RecordKind::Received {
+            out.push(dec.decode(r).unwrap());
+        }
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let samples = trace(1_000_000);
+    let stream = Stream::new(&samples);
+    let prepared = Prepared::new(&stream);
+    let frames = FrameClock::Fps(60.0);
+    let mut group = c.benchmark_group("replay_1M_packets_60Hz_at_60fps");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(samples.len() as u64));
+    for policy in ["fixed:delay=100ms", "jitter", "quantile"] {
+        let p: Policy = policy.parse().unwrap();
+        // The sweep path: metrics only, over a stream prepared once.
+        group.bench_function(format!("metrics/{policy}"), |b| {
+            b.iter(|| replay_metrics(&prepared, &p, &frames, ClockMapping::Estimated).unwrap());
+        });
+        // Every frame handed to a callback (what `replay --timeline` does).
+        group.bench_function(format!("frames/{policy}"), |b| {
+            b.iter(|| {
+                let mut n = 0u64;
+                replay_prepared(&prepared, &p, &frames, ClockMapping::Estimated, |f| {
+                    n += f.value.len() as u64;
+                })
+                .unwrap();
+                n
+            });
+        });
+    }
+    // Preparing the stream (arrival order, clock offset, error reference): once per trace.
+    group.bench_function("prepare", |b| b.iter(|| Prepared::new(&stream)));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
