@@ -84,6 +84,7 @@ impl Controller {
     pub(crate) fn new(policy: &Policy) -> Self {
         match policy {
             Policy::Fixed(c) => Self::Fixed(c.delay),
+            Policy::Source(c) => Self::Fixed(c.lerp()),
             Policy::Jitter(c) => Self::Jitter {
                 interval: IntervalEstimate::new(c.interval),
                 config: c.clone(),
@@ -199,7 +200,7 @@ pub(crate) struct Applier {
 impl Applier {
     pub(crate) fn new(policy: &Policy) -> Self {
         let apply = match policy {
-            Policy::Fixed(_) => Apply::Jump,
+            Policy::Fixed(_) | Policy::Source(_) => Apply::Jump,
             Policy::Jitter(c) => c.apply,
             Policy::Quantile(c) => c.apply,
         };

@@ -12,7 +12,7 @@
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Lifecycle, Sample};
 
-use crate::policy::BufferConfig;
+use crate::policy::{BufferConfig, MissPolicy};
 
 /// What became of a pushed packet. Every packet gets exactly one outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,8 @@ pub enum Mode {
     Interpolate,
     /// A held sample (gap, after the newest, before the oldest).
     Hold,
+    /// Past the newest sample, continued along the last two (C13, `miss=extrapolate:…`).
+    Extrapolate,
     /// Nothing to show: the buffer is empty.
     Empty,
 }
@@ -46,6 +48,7 @@ impl Mode {
         match self {
             Self::Interpolate => "interpolate",
             Self::Hold => "hold",
+            Self::Extrapolate => "extrapolate",
             Self::Empty => "empty",
         }
     }
@@ -74,7 +77,7 @@ pub struct Pick {
     pub from: Option<u32>,
     /// The right sample, when interpolating.
     pub to: Option<u32>,
-    /// Interpolation factor in [0, 1] (C7).
+    /// Interpolation factor: in [0, 1] between the pair (C7), above 1 when extrapolating.
     pub alpha: f64,
     /// The sender-clock time of what is displayed: the target when interpolating, the held
     /// sample's send time when holding.
@@ -342,6 +345,37 @@ impl SnapshotBuffer {
             shown: Some(h.send),
             depth,
         };
+        if right == n
+            && let MissPolicy::Extrapolate(horizon) = self.config.miss
+            && n >= 2
+        {
+            let (a, b) = (items[n - 2], items[n - 1]);
+            if b.send > a.send
+                && b.send - a.send <= self.config.max_gap
+                && !b.cuts_before
+                && !a.cuts_after
+            {
+                // C13: continue along the last two samples, for at most `horizon`; past it,
+                // hold the state extrapolated to the horizon (bounded error) as an underrun.
+                let past = (target - b.send).min(horizon);
+                let alpha = 1.0 + past.as_nanos() as f64 / (b.send - a.send).as_nanos() as f64;
+                let within = target - b.send <= horizon;
+                self.prune_before(n - 2);
+                return Pick {
+                    mode: if within {
+                        Mode::Extrapolate
+                    } else {
+                        Mode::Hold
+                    },
+                    hold: (!within).then_some(HoldReason::AfterNewest),
+                    from: Some(a.idx),
+                    to: Some(b.idx),
+                    alpha,
+                    shown: Some(b.send + past),
+                    depth,
+                };
+            }
+        }
         if right == n {
             // C9: after the newest, hold the newest, never the oldest.
             let newest = items[n - 1];

@@ -34,12 +34,16 @@ pub mod metrics;
 pub mod playout;
 pub mod policy;
 mod run;
+pub mod values;
 
 pub use buffer::{HoldReason, Mode, Pick, Push, SnapshotBuffer};
 pub use clock::ClockMapping;
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
-pub use policy::{Apply, BufferConfig, FixedConfig, JitterConfig, Policy, QuantileConfig};
+pub use policy::{
+    Apply, BufferConfig, FixedConfig, JitterConfig, MissPolicy, Policy, QuantileConfig,
+    SourceConfig,
+};
 pub use run::{
     Frame, FrameClock, Prepared, Stream, TraceReplay, replay_metrics, replay_prepared,
     replay_stream, replay_trace,

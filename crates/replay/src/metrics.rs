@@ -192,6 +192,8 @@ pub struct Metrics {
     pub startup_frames: u64,
     /// Frames interpolated.
     pub interpolated: u64,
+    /// Frames extrapolated within the miss policy's horizon (C13).
+    pub extrapolated: u64,
     /// Frames held (after startup): the buffer had no usable pair (C12).
     pub holds: u64,
     /// Of those, holds across a gap (C8) or lifecycle event.
@@ -240,6 +242,10 @@ impl Metrics {
                 self.interpolated += 1;
                 self.run_of_holds = 0;
             }
+            Mode::Extrapolate => {
+                self.extrapolated += 1;
+                self.run_of_holds = 0;
+            }
             Mode::Hold | Mode::Empty => {
                 if mode == Mode::Empty {
                     self.empty += 1;
@@ -277,6 +283,7 @@ impl Metrics {
         self.frames += other.frames;
         self.startup_frames += other.startup_frames;
         self.interpolated += other.interpolated;
+        self.extrapolated += other.extrapolated;
         self.holds += other.holds;
         self.gap_holds += other.gap_holds;
         self.underruns += other.underruns;
@@ -327,6 +334,7 @@ impl Metrics {
             max_delay_ms: self.delay_ms.max(),
             startup_frames: self.startup_frames,
             interpolated: self.interpolated,
+            extrapolated: self.extrapolated,
             gap_holds: self.gap_holds,
             underruns: self.underruns,
             empty: self.empty,
@@ -379,6 +387,8 @@ pub struct Summary {
     pub startup_frames: u64,
     /// Interpolated frames.
     pub interpolated: u64,
+    /// Extrapolated frames (C13).
+    pub extrapolated: u64,
     /// Holds across a gap or lifecycle event (C8, C14).
     pub gap_holds: u64,
     /// Holds after the newest sample (C9).

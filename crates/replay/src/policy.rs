@@ -18,6 +18,18 @@ use crate::Error;
 pub enum MissPolicy {
     /// Hold the last confirmed state: error bounded by the last confirmed sample.
     Hold,
+    /// Extrapolate along the last two samples for at most this long past the newest, then
+    /// hold the extrapolated state (a bounded horizon keeps the error bounded).
+    Extrapolate(Nanos),
+}
+
+impl fmt::Display for MissPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Hold => f.write_str("hold"),
+            Self::Extrapolate(h) => write!(f, "extrapolate:{}", format_duration(*h)),
+        }
+    }
 }
 
 /// The sample store every snapshot policy shares (C4, C5, C8, C11).
@@ -165,6 +177,47 @@ impl Default for QuantileConfig {
     }
 }
 
+/// Valve Source engine interpolation (anchors.md §5): a fixed render delay
+/// `lerp = max(cl_interp, cl_interp_ratio / cl_updaterate)`, extrapolating for at most
+/// `cl_extrapolate_amount` when data runs out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceConfig {
+    /// `cl_interp`, bounds 0..0.5 s.
+    pub cl_interp: Nanos,
+    /// `cl_interp_ratio`.
+    pub cl_interp_ratio: f64,
+    /// `cl_updaterate`, snapshots per second.
+    pub cl_updaterate: f64,
+    /// The sample store; `miss` is `extrapolate:cl_extrapolate_amount`.
+    pub buffer: BufferConfig,
+}
+
+impl SourceConfig {
+    /// The render delay: `max(cl_interp, cl_interp_ratio / cl_updaterate)`.
+    pub fn lerp(&self) -> Nanos {
+        self.cl_interp.max(Nanos::from_secs_f64(
+            self.cl_interp_ratio / self.cl_updaterate,
+        ))
+    }
+}
+
+impl Default for SourceConfig {
+    /// `source-sdk-2013` defaults: cl_interp 0.1 s, cl_interp_ratio 2, cl_updaterate 20,
+    /// cl_extrapolate_amount 0.25 s. Source has no gap budget of its own, so `max_gap` is 1 s.
+    fn default() -> Self {
+        Self {
+            cl_interp: Nanos::from_millis(100),
+            cl_interp_ratio: 2.0,
+            cl_updaterate: 20.0,
+            buffer: BufferConfig {
+                max_gap: Nanos::from_secs(1),
+                miss: MissPolicy::Extrapolate(Nanos::from_millis(250)),
+                ..BufferConfig::default()
+            },
+        }
+    }
+}
+
 /// The most samples a buffer may be configured to hold.
 pub const MAX_CAPACITY: usize = 1 << 20;
 
@@ -178,11 +231,13 @@ pub enum Policy {
     Jitter(JitterConfig),
     /// Quantile of recent delay variation (seed 000's upgrade).
     Quantile(QuantileConfig),
+    /// Valve Source engine preset.
+    Source(SourceConfig),
 }
 
 impl Policy {
     /// The policy names this build knows.
-    pub const NAMES: &'static [&'static str] = &["fixed", "jitter", "quantile"];
+    pub const NAMES: &'static [&'static str] = &["fixed", "jitter", "quantile", "source"];
 
     /// The policy's name.
     pub fn name(&self) -> &'static str {
@@ -190,6 +245,7 @@ impl Policy {
             Self::Fixed(_) => "fixed",
             Self::Jitter(_) => "jitter",
             Self::Quantile(_) => "quantile",
+            Self::Source(_) => "source",
         }
     }
 
@@ -199,6 +255,7 @@ impl Policy {
             Self::Fixed(c) => &c.buffer,
             Self::Jitter(c) => &c.buffer,
             Self::Quantile(c) => &c.buffer,
+            Self::Source(c) => &c.buffer,
         }
     }
 
@@ -208,6 +265,7 @@ impl Policy {
             Self::Fixed(c) => c.delay,
             Self::Jitter(c) => c.max,
             Self::Quantile(c) => c.max,
+            Self::Source(c) => c.lerp(),
         }
     }
 
@@ -233,6 +291,11 @@ impl Policy {
                 ("max", format_duration(c.max)),
                 ("apply", c.apply.to_string()),
             ],
+            Self::Source(c) => vec![
+                ("cl_interp", format_duration(c.cl_interp)),
+                ("cl_interp_ratio", c.cl_interp_ratio.to_string()),
+                ("cl_updaterate", c.cl_updaterate.to_string()),
+            ],
         };
         let b = self.buffer();
         out.extend([
@@ -240,12 +303,7 @@ impl Policy {
             ("capacity", b.capacity.to_string()),
             ("stale", b.stale_drop.to_string()),
             ("dedup", b.dedup.to_string()),
-            (
-                "miss",
-                match b.miss {
-                    MissPolicy::Hold => "hold".to_owned(),
-                },
-            ),
+            ("miss", b.miss.to_string()),
         ]);
         out
     }
@@ -397,12 +455,22 @@ impl Key<'_> {
             "stale" => b.stale_drop = self.boolean()?,
             "dedup" => b.dedup = self.boolean()?,
             "miss" => {
-                b.miss = match self.value {
-                    "hold" => MissPolicy::Hold,
-                    other => {
-                        return Err(
-                            self.err(format!("'{other}' is not a miss policy (allowed: hold)"))
-                        );
+                b.miss = match self.value.split_once(':') {
+                    None if self.value == "hold" => MissPolicy::Hold,
+                    Some(("extrapolate", h)) => {
+                        let d = parse_duration(h).map_err(|e| self.err(e))?;
+                        if d < Nanos::ZERO {
+                            return Err(
+                                self.err(format!("horizon {h} is out of range (allowed: ≥ 0ms)"))
+                            );
+                        }
+                        MissPolicy::Extrapolate(d)
+                    }
+                    _ => {
+                        return Err(self.err(format!(
+                            "'{}' is not a miss policy (allowed: hold, extrapolate:HORIZON e.g. extrapolate:250ms)",
+                            self.value
+                        )));
                     }
                 }
             }
@@ -430,6 +498,7 @@ impl FromStr for Policy {
             "fixed" => Self::Fixed(FixedConfig::default()),
             "jitter" => Self::Jitter(JitterConfig::default()),
             "quantile" => Self::Quantile(QuantileConfig::default()),
+            "source" => Self::Source(SourceConfig::default()),
             other => {
                 return Err(Error::Policy {
                     policy: other.to_owned(),
@@ -510,6 +579,31 @@ impl FromStr for Policy {
                     }
                     _ => k.buffer(&mut c.buffer)?,
                 },
+                Self::Source(c) => match key {
+                    "cl_interp" => {
+                        c.cl_interp = k.duration(Nanos::ZERO)?;
+                        if c.cl_interp > Nanos::from_millis(500) {
+                            return Err(k.err(format!(
+                                "{value} is out of range (allowed: 0 to 0.5s, Source's bounds)"
+                            )));
+                        }
+                        true
+                    }
+                    "cl_interp_ratio" => {
+                        c.cl_interp_ratio = k.number(|x| (0.0..=100.0).contains(&x), "0 to 100")?;
+                        true
+                    }
+                    "cl_updaterate" => {
+                        c.cl_updaterate =
+                            k.number(|x| x > 0.0 && x <= 10_000.0, ">0 to 10000 per second")?;
+                        true
+                    }
+                    "cl_extrapolate_amount" => {
+                        c.buffer.miss = MissPolicy::Extrapolate(k.duration(Nanos::ZERO)?);
+                        true
+                    }
+                    _ => k.buffer(&mut c.buffer)?,
+                },
             };
             if !handled {
                 return Err(match policy {
@@ -518,13 +612,17 @@ impl FromStr for Policy {
                     Self::Quantile(_) => {
                         unknown(key, "q, window, every, interval, min, max, apply")
                     }
+                    Self::Source(_) => unknown(
+                        key,
+                        "cl_interp, cl_interp_ratio, cl_updaterate, cl_extrapolate_amount",
+                    ),
                 });
             }
         }
         let clamp = match &policy {
             Self::Jitter(c) => Some((c.min, c.max)),
             Self::Quantile(c) => Some((c.min, c.max)),
-            Self::Fixed(_) => None,
+            Self::Fixed(_) | Self::Source(_) => None,
         };
         if let Some((Some(min), max)) = clamp
             && min > max
@@ -593,6 +691,9 @@ mod tests {
             "jitter",
             "jitter:a=1.5,k=4,interval=50ms,min=40ms,max=250ms,apply=stretch:max_rate=2.5%",
             "quantile:q=0.99,window=5s,every=250ms,apply=jump,capacity=64",
+            "source",
+            "source:cl_interp_ratio=3,cl_updaterate=66,cl_extrapolate_amount=100ms",
+            "fixed:delay=80ms,miss=extrapolate:120ms",
         ] {
             let p: Policy = text.parse().unwrap();
             assert_eq!(p.to_string().parse::<Policy>().unwrap(), p, "{text}");
@@ -624,5 +725,8 @@ mod tests {
         assert!(msg("jitter:apply=stretch:max_rate=150%").contains("max_rate"));
         assert!(msg("jitter:min=400ms").contains("above max"));
         assert!(msg("fixed:k=3").contains("unknown key"));
+        assert!(msg("fixed:miss=guess").contains("extrapolate:HORIZON"));
+        assert!(msg("source:cl_interp=1s").contains("0.5s"));
+        assert!(msg("source:cl_updaterate=0").contains("cl_updaterate"));
     }
 }

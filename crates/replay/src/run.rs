@@ -284,6 +284,8 @@ pub struct Prepared<'a> {
     reference_kind: Option<Reference>,
     /// Each sample's index in the reference (see `ReferenceTrack::positions`).
     ref_pos: Vec<u32>,
+    /// The first of the `qx, qy, qz, qw` channels, interpolated by slerp (C14).
+    rotation: Option<usize>,
 }
 
 impl<'a> Prepared<'a> {
@@ -310,6 +312,7 @@ impl<'a> Prepared<'a> {
             order,
             offset_estimate: crate::clock::estimate_offset(samples),
             ref_pos: reference.positions(samples),
+            rotation: crate::values::rotation_channels(stream.channels),
             reference,
             reference_kind,
         }
@@ -388,6 +391,7 @@ fn run<const FRAMES: bool>(
     let mut applier = Applier::new(policy);
     let fixed_delay = match policy {
         Policy::Fixed(c) => Some(c.delay),
+        Policy::Source(c) => Some(c.lerp()),
         _ => None,
     };
     let mut metrics = Metrics::default();
@@ -462,6 +466,14 @@ fn run<const FRAMES: bool>(
                                 .zip(&b.values)
                                 .map(|(x, y)| x + (y - x) * pick.alpha),
                         );
+                        // C14: rotation by slerp, not by a linear blend.
+                        if let Some(r) = prepared.rotation
+                            && r + 4 <= value.len()
+                        {
+                            let q = |v: &[f64]| [v[r], v[r + 1], v[r + 2], v[r + 3]];
+                            let s = crate::values::slerp(q(&a.values), q(&b.values), pick.alpha);
+                            value[r..r + 4].copy_from_slice(&s);
+                        }
                         state = if pick.alpha >= 1.0 { b.state } else { a.state };
                     }
                     None => {

@@ -92,3 +92,91 @@ fn c03_estimated_offset_cancels_the_clock_offset() {
     };
     assert_eq!(run(&near), run(&far));
 }
+
+/// Source engine preset (anchors.md §5): lerp = max(cl_interp, cl_interp_ratio / cl_updaterate),
+/// a fixed render delay, and extrapolation for at most cl_extrapolate_amount (0.25 s).
+#[test]
+fn source_preset_lerp_and_bounded_extrapolation() {
+    let lerp = |p: &str| match p.parse::<Policy>().unwrap() {
+        Policy::Source(c) => c.lerp(),
+        _ => unreachable!(),
+    };
+    assert_eq!(
+        lerp("source"),
+        Nanos::from_millis(100),
+        "defaults: max(0.1, 2/20)"
+    );
+    assert_eq!(
+        lerp("source:cl_interp_ratio=3"),
+        Nanos::from_millis(150),
+        "ratio 3 covers one lost packet"
+    );
+    assert_eq!(lerp("source:cl_updaterate=66"), Nanos::from_millis(100));
+    assert_eq!(
+        lerp("source:cl_interp=0ms,cl_interp_ratio=1,cl_updaterate=50"),
+        Nanos::from_millis(20)
+    );
+    // 20 Hz samples stop at 100 ms; render at now − 100 ms extrapolates up to 350 ms.
+    let samples: Vec<Sample> = (0..3)
+        .map(|i| s(i, i * 50, i * 50 + 5, i as f64 * 5.0))
+        .collect();
+    let got = frames(&samples, "source", &[250, 400, 600], 0);
+    assert_eq!(got[0].0, Mode::Extrapolate);
+    assert!((got[0].2[0] - 15.0).abs() < 1e-9, "{:?}", got[0]);
+    assert_eq!(got[1].0, Mode::Extrapolate);
+    assert!((got[1].2[0] - 30.0).abs() < 1e-9, "300 ms: {:?}", got[1]);
+    assert_eq!(got[2].0, Mode::Hold, "past the 250 ms horizon");
+    assert!(
+        (got[2].2[0] - 35.0).abs() < 1e-9,
+        "held at 100 + 250 ms: {:?}",
+        got[2]
+    );
+}
+
+/// C14 through a replay: one interpolation factor drives every channel, linearly for position
+/// and spherically for the `qx,qy,qz,qw` rotation; the discrete state switches, never averages.
+#[test]
+fn c14_one_factor_drives_position_linearly_and_rotation_by_slerp() {
+    let yaw = |deg: f64| {
+        let h = deg.to_radians() / 2.0;
+        [0.0, 0.0, h.sin(), h.cos()]
+    };
+    let mk = |seq: i64, send: i64, x: f64, q: [f64; 4], state: u32| {
+        let mut s = Sample::new(
+            0,
+            seq,
+            Nanos::from_millis(send),
+            Nanos::from_millis(send + 1),
+        )
+        .with_values(vec![x, 0.0, 0.0, q[0], q[1], q[2], q[3]]);
+        s.state = Some(state);
+        s
+    };
+    let samples = [mk(1, 0, 0.0, yaw(0.0), 4), mk(2, 50, 10.0, yaw(90.0), 9)];
+    let channels: Vec<String> = "x,y,z,qx,qy,qz,qw".split(',').map(String::from).collect();
+    let policy: Policy = "fixed:delay=100ms".parse().unwrap();
+    let mut seen = Vec::new();
+    replay_stream(
+        &Stream::new(&samples).with_channels(&channels),
+        &policy,
+        &FrameClock::At(vec![Nanos::from_millis(125)]),
+        ClockMapping::Fixed(Nanos::ZERO),
+        |f| seen.push((f.mode, f.value.to_vec(), f.state)),
+    )
+    .unwrap();
+    let (mode, v, state) = &seen[0];
+    assert_eq!(*mode, Mode::Interpolate);
+    assert!((v[0] - 5.0).abs() < 1e-12, "position is linear");
+    let want = yaw(45.0);
+    for i in 0..4 {
+        assert!(
+            (v[3 + i] - want[i]).abs() < 1e-12,
+            "rotation is slerped: {v:?}"
+        );
+    }
+    assert_eq!(
+        *state,
+        Some(4),
+        "the state is the left sample's until the right one's time"
+    );
+}

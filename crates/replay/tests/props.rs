@@ -43,7 +43,13 @@ fn arb_trace() -> impl Strategy<Value = Vec<Sample>> {
 fn arb_policy() -> impl Strategy<Value = (Policy, Nanos)> {
     let buffer = (30i64..300, 1usize..40, any::<bool>());
     let own = prop_oneof![
-        (0i64..300).prop_map(|d| format!("fixed:delay={d}ms")),
+        (0i64..300, proptest::option::of(0i64..400)).prop_map(|(d, h)| match h {
+            Some(h) => format!("fixed:delay={d}ms,miss=extrapolate:{h}ms"),
+            None => format!("fixed:delay={d}ms"),
+        }),
+        (1i64..300, 1.0f64..4.0, 10.0f64..60.0).prop_map(|(i, r, u)| format!(
+            "source:cl_interp={i}ms,cl_interp_ratio={r:.2},cl_updaterate={u:.1}"
+        )),
         (0.0f64..4.0, 0.0f64..6.0, any::<bool>()).prop_map(|(a, k, jump)| format!(
             "jitter:a={a:.2},k={k:.2},apply={}",
             if jump { "jump" } else { "stretch:max_rate=5%" }
@@ -137,9 +143,12 @@ proptest! {
     fn after_the_end_the_newest_is_held(trace in arb_trace(), (policy, _) in arb_policy()) {
         let (seen, _) = run(&trace, &policy);
         prop_assert!(seen.windows(2).all(|w| w[1].target >= w[0].target));
-        for f in seen.iter().filter(|f| f.hold == Some(HoldReason::AfterNewest)) {
+        for f in seen.iter().filter(|f| f.hold == Some(HoldReason::AfterNewest) || f.mode == Mode::Extrapolate) {
             let newest = trace.iter().filter(|s| s.arrival <= f.at).map(|s| s.send).max().unwrap();
-            prop_assert_eq!(trace[f.from.unwrap() as usize].send, newest);
+            // Held: the newest itself. Extrapolated (or held at the horizon): along a pair
+            // that ends at the newest.
+            let last = f.to.unwrap_or_else(|| f.from.unwrap());
+            prop_assert_eq!(trace[last as usize].send, newest);
         }
     }
 

@@ -4,6 +4,7 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::Sample;
 
 use super::*;
+use crate::policy::MissPolicy;
 
 fn s(seq: i64, send_ms: f64, value: f64) -> Sample {
     Sample::new(0, seq, Nanos::from_millis_f64(send_ms), Nanos::ZERO).with_values(vec![value])
@@ -198,4 +199,36 @@ fn duplicate_of_a_pruned_tick_is_still_a_duplicate() {
     }
     b.sample(Nanos::from_millis(75));
     assert_eq!(b.push(&samples, 3), Push::Duplicate);
+}
+
+/// C13: an explicit, bounded miss policy. Extrapolation continues along the last two samples
+/// for at most the horizon, then holds the state reached there; hold stays at the newest.
+#[test]
+fn c13_extrapolate_within_a_bounded_horizon_then_hold() {
+    let samples = [s(1, 0.0, 0.0), s(2, 50.0, 5.0)];
+    let config = BufferConfig {
+        miss: MissPolicy::Extrapolate(Nanos::from_millis(250)),
+        ..cfg(100, 120, 8)
+    };
+    let mut b = filled(&samples, config.clone());
+    let pick = b.sample(Nanos::from_millis(80));
+    assert_eq!((pick.mode, pick.hold), (Mode::Extrapolate, None));
+    assert!((value(&samples, &pick) - 8.0).abs() < 1e-12);
+    let pick = b.sample(Nanos::from_millis(400));
+    assert_eq!(
+        (pick.mode, pick.hold),
+        (Mode::Hold, Some(HoldReason::AfterNewest))
+    );
+    assert!(
+        (value(&samples, &pick) - 30.0).abs() < 1e-12,
+        "held at the 300 ms horizon"
+    );
+    // Never across a gap wider than max_gap: a lone newest after a gap is held.
+    let gapped = [s(1, 0.0, 0.0), s(2, 200.0, 20.0)];
+    let mut b = filled(&gapped, config);
+    let pick = b.sample(Nanos::from_millis(250));
+    assert_eq!((pick.mode, value(&gapped, &pick)), (Mode::Hold, 20.0));
+    // The default miss policy holds the newest (C9).
+    let mut h = filled(&samples, cfg(100, 120, 8));
+    assert_eq!(value(&samples, &h.sample(Nanos::from_millis(80))), 5.0);
 }
