@@ -38,7 +38,13 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay_1M_packets_60Hz_at_60fps");
     group.sample_size(10);
     group.throughput(Throughput::Elements(samples.len() as u64));
-    for policy in ["fixed:delay=100ms", "jitter", "quantile"] {
+    for policy in [
+        "fixed:delay=100ms",
+        "jitter",
+        "quantile",
+        "source",
+        "mirror",
+    ] {
         let p: Policy = policy.parse().unwrap();
         // The sweep path: metrics only, over a stream prepared once.
         group.bench_function(format!("metrics/{policy}"), |b| {

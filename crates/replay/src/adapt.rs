@@ -85,6 +85,7 @@ impl Controller {
         match policy {
             Policy::Fixed(c) => Self::Fixed(c.delay),
             Policy::Source(c) => Self::Fixed(c.lerp()),
+            Policy::Mirror(_) => Self::Fixed(Nanos::ZERO),
             Policy::Jitter(c) => Self::Jitter {
                 interval: IntervalEstimate::new(c.interval),
                 config: c.clone(),
@@ -200,7 +201,7 @@ pub(crate) struct Applier {
 impl Applier {
     pub(crate) fn new(policy: &Policy) -> Self {
         let apply = match policy {
-            Policy::Fixed(_) | Policy::Source(_) => Apply::Jump,
+            Policy::Fixed(_) | Policy::Source(_) | Policy::Mirror(_) => Apply::Jump,
             Policy::Jitter(c) => c.apply,
             Policy::Quantile(c) => c.apply,
         };

@@ -27,6 +27,8 @@ pub enum Push {
     Late,
     /// Not newer than the oldest held sample: dropped on arrival (seed 003's stale rule).
     Stale,
+    /// The buffer was full and refuses new samples (Mirror's rule).
+    Refused,
 }
 
 /// How a frame was shown.
@@ -99,6 +101,8 @@ pub struct Counters {
     pub stale: u64,
     /// Samples evicted by capacity.
     pub evicted: u64,
+    /// Packets refused by a full buffer (Mirror).
+    pub refused: u64,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -29,8 +29,10 @@
 mod adapt;
 pub mod buffer;
 pub mod clock;
+mod engine;
 mod error;
 pub mod metrics;
+pub mod mirror;
 pub mod playout;
 pub mod policy;
 mod run;

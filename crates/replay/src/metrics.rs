@@ -227,6 +227,8 @@ pub struct Metrics {
     pub timeline_freezes: u64,
     /// Frames played faster or slower than real time (stretch).
     pub scaled_frames: u64,
+    /// Frames whose render target was earlier than the previous frame's (Mirror can do this).
+    pub backward_steps: u64,
 }
 
 impl Metrics {
@@ -303,6 +305,8 @@ impl Metrics {
         self.buffer_delay_ms.merge(&other.buffer_delay_ms);
         self.timeline_freezes += other.timeline_freezes;
         self.scaled_frames += other.scaled_frames;
+        self.backward_steps += other.backward_steps;
+        self.counters.refused += other.counters.refused;
         self.reference = match (self.reference, other.reference) {
             (Some(Reference::Hindsight), _) | (_, Some(Reference::Hindsight)) => {
                 Some(Reference::Hindsight)
@@ -356,6 +360,8 @@ impl Metrics {
             max_buffer_delay_ms: self.buffer_delay_ms.max(),
             timeline_freezes: self.timeline_freezes,
             scaled_frames: self.scaled_frames,
+            backward_steps: self.backward_steps,
+            refused: c.refused,
         }
     }
 }
@@ -429,8 +435,12 @@ pub struct Summary {
     pub max_buffer_delay_ms: Option<f64>,
     /// Frames where the display stood still rather than step backwards (jumps to a longer delay).
     pub timeline_freezes: u64,
-    /// Frames played faster or slower than real time (stretch).
+    /// Frames played faster or slower than real time (stretch, Mirror's timescale).
     pub scaled_frames: u64,
+    /// Render-target steps backwards (0 for jitterlab's policies; Mirror's clamp can cause them).
+    pub backward_steps: u64,
+    /// Packets refused by a full buffer (Mirror).
+    pub refused: u64,
 }
 
 #[cfg(test)]

@@ -233,11 +233,13 @@ pub enum Policy {
     Quantile(QuantileConfig),
     /// Valve Source engine preset.
     Source(SourceConfig),
+    /// Mirror's Snapshot Interpolation V2 (its own timeline, timescale and EMAs).
+    Mirror(crate::mirror::MirrorConfig),
 }
 
 impl Policy {
     /// The policy names this build knows.
-    pub const NAMES: &'static [&'static str] = &["fixed", "jitter", "quantile", "source"];
+    pub const NAMES: &'static [&'static str] = &["fixed", "jitter", "quantile", "source", "mirror"];
 
     /// The policy's name.
     pub fn name(&self) -> &'static str {
@@ -246,16 +248,18 @@ impl Policy {
             Self::Jitter(_) => "jitter",
             Self::Quantile(_) => "quantile",
             Self::Source(_) => "source",
+            Self::Mirror(_) => "mirror",
         }
     }
 
-    /// The sample store's configuration.
-    pub fn buffer(&self) -> &BufferConfig {
+    /// The sample store's configuration (`None` for Mirror, which keeps its own).
+    pub fn buffer(&self) -> Option<&BufferConfig> {
         match self {
-            Self::Fixed(c) => &c.buffer,
-            Self::Jitter(c) => &c.buffer,
-            Self::Quantile(c) => &c.buffer,
-            Self::Source(c) => &c.buffer,
+            Self::Fixed(c) => Some(&c.buffer),
+            Self::Jitter(c) => Some(&c.buffer),
+            Self::Quantile(c) => Some(&c.buffer),
+            Self::Source(c) => Some(&c.buffer),
+            Self::Mirror(_) => None,
         }
     }
 
@@ -266,6 +270,8 @@ impl Policy {
             Self::Jitter(c) => c.max,
             Self::Quantile(c) => c.max,
             Self::Source(c) => c.lerp(),
+            // A full buffer's span: the most a Mirror timeline can trail the newest snapshot.
+            Self::Mirror(c) => Nanos::from_secs_f64(c.send_interval() * c.buffer_limit as f64),
         }
     }
 
@@ -274,6 +280,7 @@ impl Policy {
         let opt = |d: Option<Nanos>| d.map_or_else(|| "auto".to_owned(), format_duration);
         let mut out = match self {
             Self::Fixed(c) => vec![("delay", format_duration(c.delay))],
+            Self::Mirror(_) => Vec::new(),
             Self::Jitter(c) => vec![
                 ("a", c.a.to_string()),
                 ("k", c.k.to_string()),
@@ -297,14 +304,43 @@ impl Policy {
                 ("cl_updaterate", c.cl_updaterate.to_string()),
             ],
         };
-        let b = self.buffer();
-        out.extend([
-            ("max_gap", format_duration(b.max_gap)),
-            ("capacity", b.capacity.to_string()),
-            ("stale", b.stale_drop.to_string()),
-            ("dedup", b.dedup.to_string()),
-            ("miss", b.miss.to_string()),
-        ]);
+        if let Self::Mirror(c) = self {
+            let secs = |s: f64| format_duration(Nanos::from_secs_f64(s));
+            out.extend([
+                ("send_rate", c.send_rate.to_string()),
+                ("buffer_multiplier", c.buffer_multiplier.to_string()),
+                ("buffer_limit", c.buffer_limit.to_string()),
+                (
+                    "catchup_negative_threshold",
+                    c.catchup_negative_threshold.to_string(),
+                ),
+                (
+                    "catchup_positive_threshold",
+                    c.catchup_positive_threshold.to_string(),
+                ),
+                ("catchup_speed", c.catchup_speed.to_string()),
+                ("slowdown_speed", c.slowdown_speed.to_string()),
+                ("drift_ema_duration", secs(c.drift_ema_duration)),
+                ("dynamic_adjustment", c.dynamic_adjustment.to_string()),
+                (
+                    "dynamic_adjustment_tolerance",
+                    c.dynamic_adjustment_tolerance.to_string(),
+                ),
+                (
+                    "delivery_time_ema_duration",
+                    secs(c.delivery_time_ema_duration),
+                ),
+            ]);
+        }
+        if let Some(b) = self.buffer() {
+            out.extend([
+                ("max_gap", format_duration(b.max_gap)),
+                ("capacity", b.capacity.to_string()),
+                ("stale", b.stale_drop.to_string()),
+                ("dedup", b.dedup.to_string()),
+                ("miss", b.miss.to_string()),
+            ]);
+        }
         out
     }
 }
@@ -499,6 +535,7 @@ impl FromStr for Policy {
             "jitter" => Self::Jitter(JitterConfig::default()),
             "quantile" => Self::Quantile(QuantileConfig::default()),
             "source" => Self::Source(SourceConfig::default()),
+            "mirror" => Self::Mirror(crate::mirror::MirrorConfig::default()),
             other => {
                 return Err(Error::Policy {
                     policy: other.to_owned(),
@@ -604,6 +641,65 @@ impl FromStr for Policy {
                     }
                     _ => k.buffer(&mut c.buffer)?,
                 },
+                Self::Mirror(c) => {
+                    let secs = |k: &Key<'_>| k.duration(Nanos(1)).map(|d| d.as_secs_f64());
+                    match key {
+                        "send_rate" => {
+                            c.send_rate =
+                                k.number(|x| x > 0.0 && x <= 10_000.0, ">0 to 10000 Hz")?
+                        }
+                        "buffer_multiplier" => {
+                            c.buffer_multiplier =
+                                k.number(|x| (0.0..=1000.0).contains(&x), "0 to 1000")?
+                        }
+                        "buffer_limit" => {
+                            c.buffer_limit = match value.parse::<usize>() {
+                                Ok(n) if (1..=MAX_CAPACITY).contains(&n) => n,
+                                _ => {
+                                    return Err(k.err(format!(
+                                        "{value} is out of range (allowed: 1..={MAX_CAPACITY})"
+                                    )));
+                                }
+                            }
+                        }
+                        "catchup_negative_threshold" => {
+                            c.catchup_negative_threshold = k.number(
+                                |x| (-1000.0..=0.0).contains(&x),
+                                "-1000 to 0 send intervals",
+                            )?
+                        }
+                        "catchup_positive_threshold" => {
+                            c.catchup_positive_threshold = k.number(
+                                |x| (0.0..=1000.0).contains(&x),
+                                "0 to 1000 send intervals",
+                            )?
+                        }
+                        "catchup_speed" => {
+                            c.catchup_speed =
+                                k.number(|x| (0.0..1.0).contains(&x), "0 to below 1")?
+                        }
+                        "slowdown_speed" => {
+                            c.slowdown_speed =
+                                k.number(|x| (0.0..1.0).contains(&x), "0 to below 1")?
+                        }
+                        "drift_ema_duration" => c.drift_ema_duration = secs(&k)?,
+                        "dynamic_adjustment" => c.dynamic_adjustment = k.boolean()?,
+                        "dynamic_adjustment_tolerance" => {
+                            c.dynamic_adjustment_tolerance =
+                                k.number(|x| (0.0..=1000.0).contains(&x), "0 to 1000")?
+                        }
+                        "delivery_time_ema_duration" => c.delivery_time_ema_duration = secs(&k)?,
+                        _ => {
+                            return Err(unknown(
+                                key,
+                                "send_rate, buffer_multiplier, buffer_limit, catchup_negative_threshold, \
+                                 catchup_positive_threshold, catchup_speed, slowdown_speed, drift_ema_duration, \
+                                 dynamic_adjustment, dynamic_adjustment_tolerance, delivery_time_ema_duration",
+                            ));
+                        }
+                    }
+                    true
+                }
             };
             if !handled {
                 return Err(match policy {
@@ -616,13 +712,14 @@ impl FromStr for Policy {
                         key,
                         "cl_interp, cl_interp_ratio, cl_updaterate, cl_extrapolate_amount",
                     ),
+                    Self::Mirror(_) => unreachable!("mirror keys are all handled above"),
                 });
             }
         }
         let clamp = match &policy {
             Self::Jitter(c) => Some((c.min, c.max)),
             Self::Quantile(c) => Some((c.min, c.max)),
-            Self::Fixed(_) | Self::Source(_) => None,
+            Self::Fixed(_) | Self::Source(_) | Self::Mirror(_) => None,
         };
         if let Some((Some(min), max)) = clamp
             && min > max
@@ -694,6 +791,8 @@ mod tests {
             "source",
             "source:cl_interp_ratio=3,cl_updaterate=66,cl_extrapolate_amount=100ms",
             "fixed:delay=80ms,miss=extrapolate:120ms",
+            "mirror",
+            "mirror:send_rate=20,buffer_multiplier=3,dynamic_adjustment=false,drift_ema_duration=2s",
         ] {
             let p: Policy = text.parse().unwrap();
             assert_eq!(p.to_string().parse::<Policy>().unwrap(), p, "{text}");
@@ -728,5 +827,7 @@ mod tests {
         assert!(msg("fixed:miss=guess").contains("extrapolate:HORIZON"));
         assert!(msg("source:cl_interp=1s").contains("0.5s"));
         assert!(msg("source:cl_updaterate=0").contains("cl_updaterate"));
+        assert!(msg("mirror:send_rate=0").contains("send_rate"));
+        assert!(msg("mirror:delay=1ms").contains("unknown key"));
     }
 }

@@ -5,9 +5,9 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Decoded, Sample};
 
 use crate::Error;
-use crate::adapt::{Applied, Applier, Controller};
-use crate::buffer::{HoldReason, Mode, Push, SnapshotBuffer};
+use crate::buffer::{HoldReason, Mode};
 use crate::clock::ClockMapping;
+use crate::engine::Engine;
 use crate::metrics::{Metrics, Reference};
 use crate::policy::Policy;
 
@@ -386,14 +386,10 @@ fn run<const FRAMES: bool>(
     frames.validate()?;
     let samples = prepared.samples;
     let order = &prepared.order;
-    let mut buffer = SnapshotBuffer::new(policy.buffer().clone());
-    let mut controller = Controller::new(policy);
-    let mut applier = Applier::new(policy);
-    let fixed_delay = match policy {
-        Policy::Fixed(c) => Some(c.delay),
-        Policy::Source(c) => Some(c.lerp()),
-        _ => None,
-    };
+    let mut engine = Engine::new(policy);
+    // The zero-error shortcut needs the factor computed from the same nanosecond expression as
+    // the reference's; Mirror computes its own in seconds.
+    let exact_alpha = !matches!(policy, Policy::Mirror(_));
     let mut metrics = Metrics::default();
     if samples.is_empty() {
         return Ok(metrics);
@@ -419,6 +415,7 @@ fn run<const FRAMES: bool>(
     };
 
     let mut next = 0usize;
+    let mut prev_target: Option<Nanos> = None;
     let mut started = false;
     let mut value = Vec::new();
     for k in 0..count {
@@ -428,26 +425,16 @@ fn run<const FRAMES: bool>(
             at_list[k]
         };
         while next < order.len() && samples[order[next] as usize].arrival <= at {
-            let idx = order[next];
-            if buffer.push(samples, idx) != Push::Duplicate {
-                controller.on_arrival(&samples[idx as usize]);
-            }
+            engine.push(samples, order[next], at);
             metrics.packets += 1;
             next += 1;
         }
-        let applied = match fixed_delay {
-            // A fixed delay needs no controller: frame times never decrease, so neither does
-            // the target.
-            Some(delay) => Applied {
-                delay,
-                target: at + offset - delay,
-                frozen: false,
-                scaled: false,
-            },
-            None => applier.step(at, at + offset, controller.target(at)),
-        };
+        let (applied, pick) = engine.frame(at, at + offset);
         let target = applied.target;
-        let pick = buffer.sample(target);
+        if prev_target.is_some_and(|p| target < p) {
+            metrics.backward_steps += 1;
+        }
+        prev_target = Some(target);
         let startup =
             !started && (pick.mode == Mode::Empty || pick.hold == Some(HoldReason::BeforeOldest));
         started |= !startup;
@@ -492,7 +479,8 @@ fn run<const FRAMES: bool>(
                 // is exactly 0 (the frame-by-frame path computes it; a property test checks both
                 // agree bit for bit).
                 (Some(from), Some(to))
-                    if pick.alpha < 1.0
+                    if exact_alpha
+                        && pick.alpha < 1.0
                         && prepared.ref_pos[from as usize] != u32::MAX
                         && prepared.ref_pos[to as usize] == prepared.ref_pos[from as usize] + 1 =>
                 {
@@ -539,14 +527,14 @@ fn run<const FRAMES: bool>(
             shown: pick.shown,
             delay: shown_delay,
             depth: pick.depth,
-            ahead: buffer.newest_send().map(|n| n - target),
+            ahead: engine.newest_send().map(|n| n - target),
             buffer_delay: applied.delay,
             frozen: applied.frozen,
             error,
             startup,
         });
     }
-    metrics.counters = buffer.counters();
+    metrics.counters = engine.counters();
     metrics.pending = (order.len() - next) as u64;
     Ok(metrics)
 }

@@ -1,0 +1,178 @@
+//! The two kinds of playout engine behind one per-frame interface: jitterlab's snapshot
+//! buffer driven by a delay controller (fixed, jitter, quantile, source), and Mirror's own
+//! timeline (mirror).
+
+use jitterlab_capture::{Nanos, Sample};
+
+use crate::adapt::{Applied, Applier, Controller};
+use crate::buffer::{Counters, HoldReason, Mode, Pick, Push, SnapshotBuffer};
+use crate::mirror::{Inserted, Mirror, Snap};
+use crate::policy::Policy;
+
+pub(crate) struct SnapshotEngine {
+    buffer: SnapshotBuffer,
+    controller: Controller,
+    applier: Applier,
+    fixed_delay: Option<Nanos>,
+}
+
+pub(crate) struct MirrorEngine {
+    mirror: Mirror,
+    last_at: Option<Nanos>,
+    counters: Counters,
+}
+
+// One engine per replay, on the stack: boxing the hot variant would cost an indirection per
+// frame, and the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Engine {
+    Snapshot(SnapshotEngine),
+    Mirror(MirrorEngine),
+}
+
+fn secs(t: Nanos) -> f64 {
+    t.as_secs_f64()
+}
+
+impl Engine {
+    pub(crate) fn new(policy: &Policy) -> Self {
+        match policy {
+            Policy::Mirror(c) => Self::Mirror(MirrorEngine {
+                mirror: Mirror::new(c.clone()),
+                last_at: None,
+                counters: Counters::default(),
+            }),
+            _ => Self::Snapshot(SnapshotEngine {
+                buffer: SnapshotBuffer::new(policy.buffer().cloned().unwrap_or_default()),
+                controller: Controller::new(policy),
+                applier: Applier::new(policy),
+                fixed_delay: match policy {
+                    Policy::Fixed(c) => Some(c.delay),
+                    Policy::Source(c) => Some(c.lerp()),
+                    _ => None,
+                },
+            }),
+        }
+    }
+
+    /// Offers sample `idx`, processed in the frame at local time `at`.
+    pub(crate) fn push(&mut self, samples: &[Sample], idx: u32, at: Nanos) {
+        match self {
+            Self::Snapshot(e) => {
+                if e.buffer.push(samples, idx) != Push::Duplicate {
+                    e.controller.on_arrival(&samples[idx as usize]);
+                }
+            }
+            Self::Mirror(e) => {
+                // Mirror stamps a snapshot with the start of the frame that processes it.
+                let s = &samples[idx as usize];
+                let snap = Snap {
+                    remote: secs(s.send),
+                    local: secs(at),
+                    idx,
+                };
+                let c = &mut e.counters;
+                match e.mirror.on_snapshot(snap) {
+                    Inserted::Yes => c.inserted += 1,
+                    Inserted::Overwrote => c.duplicates += 1,
+                    Inserted::Refused => c.refused += 1,
+                }
+            }
+        }
+    }
+
+    /// Advances to the frame at local time `at` (`now` on the sender's clock) and picks what
+    /// is shown.
+    pub(crate) fn frame(&mut self, at: Nanos, now: Nanos) -> (Applied, Pick) {
+        match self {
+            Self::Snapshot(e) => {
+                let applied = match e.fixed_delay {
+                    // A fixed delay needs no controller: frame times never decrease, so neither
+                    // does the target.
+                    Some(delay) => Applied {
+                        delay,
+                        target: now - delay,
+                        frozen: false,
+                        scaled: false,
+                    },
+                    None => e.applier.step(at, now, e.controller.target(at)),
+                };
+                (applied, e.buffer.sample(applied.target))
+            }
+            Self::Mirror(e) => {
+                let dt = e.last_at.map_or(0.0, |last| secs(at - last));
+                e.last_at = Some(at);
+                let step = e.mirror.step(dt);
+                let target = Nanos::from_secs_f64(e.mirror.timeline);
+                let applied = Applied {
+                    delay: now - target,
+                    target,
+                    frozen: false,
+                    scaled: e.mirror.timescale != 1.0,
+                };
+                let depth = e
+                    .mirror
+                    .buffer
+                    .iter()
+                    .filter(|s| s.remote >= e.mirror.timeline)
+                    .count();
+                let pick = match step {
+                    None => Pick {
+                        mode: Mode::Empty,
+                        hold: None,
+                        from: None,
+                        to: None,
+                        alpha: 0.0,
+                        shown: None,
+                        depth,
+                    },
+                    Some((a, b, t)) if a.idx == b.idx => Pick {
+                        mode: Mode::Hold,
+                        hold: Some(if e.mirror.timeline < a.remote {
+                            HoldReason::BeforeOldest
+                        } else {
+                            HoldReason::AfterNewest
+                        }),
+                        from: Some(a.idx),
+                        to: None,
+                        alpha: t,
+                        shown: Some(Nanos::from_secs_f64(a.remote)),
+                        depth,
+                    },
+                    Some((a, b, t)) => Pick {
+                        mode: Mode::Interpolate,
+                        hold: None,
+                        from: Some(a.idx),
+                        to: Some(b.idx),
+                        alpha: t,
+                        shown: Some(
+                            target
+                                .max(Nanos::from_secs_f64(a.remote))
+                                .min(Nanos::from_secs_f64(b.remote)),
+                        ),
+                        depth,
+                    },
+                };
+                (applied, pick)
+            }
+        }
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        match self {
+            Self::Snapshot(e) => e.buffer.counters(),
+            Self::Mirror(e) => e.counters,
+        }
+    }
+
+    pub(crate) fn newest_send(&self) -> Option<Nanos> {
+        match self {
+            Self::Snapshot(e) => e.buffer.newest_send(),
+            Self::Mirror(e) => e
+                .mirror
+                .buffer
+                .last()
+                .map(|s| Nanos::from_secs_f64(s.remote)),
+        }
+    }
+}
