@@ -1,10 +1,17 @@
-//! Mapping the local clock to the sender's clock (C3, C6).
+//! Mapping the local clock to the sender's clock (C3, C6, C20).
 //!
-//! `sender time = local time + offset`. The offset is either given (`--clock offset=MS`, as
-//! the contract vectors do) or estimated from the traffic. The estimate here is the
-//! minimum-transit one: `offset = max(send − arrival)`, which makes the fastest packet of the
-//! stream look as if it crossed the network in zero time. Every other packet's transit is then
-//! its queueing delay above that floor, which is exactly what a jitter buffer must absorb.
+//! `sender time = local time + offset`. The offset is given (`--clock offset=MS`, as the
+//! contract vectors do), estimated online from the traffic as a player would (`estimate`, the
+//! default), or taken in hindsight from the whole stream (`hindsight`).
+//!
+//! Both estimates are minimum-transit ones: they make the fastest packet look as if it crossed
+//! the network in zero time, so every other packet's transit is its queueing delay above that
+//! floor, which is what a jitter buffer must absorb. The online estimate also follows clock
+//! drift: per one-second window it keeps the upper envelope of `send − arrival` (delayed
+//! packets, spikes and the burst after a receiver pause only ever lower it), fits the drift as
+//! the Theil–Sen slope of the last minute of windows (robust to windows a spike spoiled), takes
+//! the envelope's intercept for that slope, and slews the offset in use toward it by at most
+//! 0.5 % of elapsed time, so the displayed timeline never jumps (C3).
 
 use std::str::FromStr;
 
@@ -19,17 +26,20 @@ use crate::Error;
 pub enum ClockMapping {
     /// `sender = local + offset`, no estimation.
     Fixed(Nanos),
-    /// Estimated from the traffic (minimum transit).
+    /// Estimated online from the traffic: minimum transit with a drift fit, slewed.
     #[default]
     Estimated,
+    /// The minimum transit over the whole stream, known in hindsight: a constant offset.
+    Hindsight,
 }
 
 impl ClockMapping {
     /// The offset to use for `samples` (one stream's received samples).
+    /// (For `Estimated`, the online estimator's starting point is the same hindsight value.)
     pub fn offset(&self, samples: &[Sample]) -> Nanos {
         match *self {
             Self::Fixed(offset) => offset,
-            Self::Estimated => estimate_offset(samples),
+            Self::Estimated | Self::Hindsight => estimate_offset(samples),
         }
     }
 }
@@ -43,8 +53,13 @@ impl FromStr for ClockMapping {
         if text == "estimate" || text == "auto" {
             return Ok(Self::Estimated);
         }
+        if text == "hindsight" {
+            return Ok(Self::Hindsight);
+        }
         let value = text.strip_prefix("offset=").ok_or_else(|| {
-            Error::Invalid(format!("--clock '{text}': expected offset=MS or estimate"))
+            Error::Invalid(format!(
+                "--clock '{text}': expected offset=MS, estimate or hindsight"
+            ))
         })?;
         let offset = match value.parse::<f64>() {
             Ok(ms) if ms.is_finite() => Nanos::from_millis_f64(ms),
@@ -64,6 +79,131 @@ pub fn estimate_offset(samples: &[Sample]) -> Nanos {
         .map(|s| s.send - s.arrival)
         .max()
         .unwrap_or(Nanos::ZERO)
+}
+
+/// The online clock estimator behind [`ClockMapping::Estimated`].
+#[derive(Clone, Debug)]
+pub struct OnlineClock {
+    /// Completed windows: (window end, max of send − arrival), oldest first.
+    windows: std::collections::VecDeque<(Nanos, Nanos)>,
+    /// The window being filled: (start, max so far).
+    current: Option<(Nanos, Nanos)>,
+    /// Fit: offset(t) = intercept + slope·t, t in ns since the first arrival.
+    slope: f64,
+    intercept: f64,
+    origin: Option<Nanos>,
+    fitted: bool,
+    /// The offset in use and when it was last moved.
+    applied: Option<(Nanos, Nanos)>,
+}
+
+impl Default for OnlineClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OnlineClock {
+    /// Window length for the envelope.
+    pub const WINDOW: Nanos = Nanos::from_secs(1);
+    /// Windows kept for the drift fit (one minute).
+    pub const KEEP: usize = 60;
+    /// Largest drift believed (beyond it the slope is clamped): 1000 ppm.
+    pub const MAX_DRIFT: f64 = 1e-3;
+    /// Largest slew of the offset in use, relative to elapsed time: 0.5 %.
+    pub const SLEW: f64 = 5e-3;
+
+    /// An estimator that has seen nothing.
+    pub fn new() -> Self {
+        Self {
+            windows: std::collections::VecDeque::new(),
+            current: None,
+            slope: 0.0,
+            intercept: 0.0,
+            origin: None,
+            fitted: false,
+            applied: None,
+        }
+    }
+
+    /// A packet sent at `send` (sender clock) arrived at `arrival` (local clock).
+    pub fn observe(&mut self, send: Nanos, arrival: Nanos) {
+        let origin = *self.origin.get_or_insert(arrival);
+        let v = send - arrival;
+        match self.current {
+            Some((start, max)) if arrival < start + Self::WINDOW => {
+                self.current = Some((start, max.max(v)));
+            }
+            Some((start, max)) => {
+                self.windows.push_back((start + Self::WINDOW, max));
+                if self.windows.len() > Self::KEEP {
+                    self.windows.pop_front();
+                }
+                self.current = Some((arrival, v));
+                self.refit(origin);
+            }
+            None => {
+                self.current = Some((arrival, v));
+                self.intercept = v.as_nanos() as f64;
+            }
+        }
+        if !self.fitted {
+            // Until a fit exists: the running minimum transit.
+            self.intercept = self.intercept.max(v.as_nanos() as f64);
+        }
+    }
+
+    fn refit(&mut self, origin: Nanos) {
+        let pts: Vec<(f64, f64)> = self
+            .windows
+            .iter()
+            .map(|&(t, v)| ((t - origin).as_nanos() as f64, v.as_nanos() as f64))
+            .collect();
+        if pts.len() < 3 {
+            let envelope = pts.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+            self.intercept = self.intercept.max(envelope);
+            return;
+        }
+        // Theil–Sen: the median of pairwise slopes.
+        let mut slopes = Vec::with_capacity(pts.len() * (pts.len() - 1) / 2);
+        for i in 0..pts.len() {
+            for j in i + 1..pts.len() {
+                let dt = pts[j].0 - pts[i].0;
+                if dt > 0.0 {
+                    slopes.push((pts[j].1 - pts[i].1) / dt);
+                }
+            }
+        }
+        slopes.sort_by(f64::total_cmp);
+        let slope = slopes[slopes.len() / 2].clamp(-Self::MAX_DRIFT, Self::MAX_DRIFT);
+        // The envelope for that slope: no window lies above the line.
+        let intercept = pts
+            .iter()
+            .map(|(t, v)| v - slope * t)
+            .fold(f64::MIN, f64::max);
+        self.slope = slope;
+        self.intercept = intercept;
+        self.fitted = true;
+    }
+
+    /// The offset to use at local time `at` (times must not decrease), slewed toward the
+    /// current estimate.
+    pub fn offset_at(&mut self, at: Nanos) -> Nanos {
+        let Some(origin) = self.origin else {
+            return Nanos::ZERO;
+        };
+        let t = (at - origin).as_nanos() as f64;
+        let estimate = Nanos((self.intercept + self.slope * t).round() as i64);
+        let offset = match self.applied {
+            None => estimate,
+            Some((applied, last)) => {
+                let room = Nanos::from_secs_f64((at - last).as_secs_f64().max(0.0) * Self::SLEW);
+                applied + (estimate - applied).max(-room).min(room)
+            }
+        };
+        self.applied = Some((offset, at));
+        offset
+    }
 }
 
 #[cfg(test)]

@@ -16,8 +16,80 @@ use crate::policy::Policy;
 pub enum FrameClock {
     /// A fixed rate from the first arrival until the last arrival plus the delay.
     Fps(f64),
-    /// The given local times, which must not decrease.
+    /// The given local times, which must not decrease (`--at`, or a recorded frame-time list).
     At(Vec<Nanos>),
+    /// A frame rate with hitches: each frame, with probability `chance`, takes `hitch` longer
+    /// (a GC pause, a shader compile, a slow disk), from a seeded generator.
+    Hitches {
+        /// Nominal frames per second.
+        fps: f64,
+        /// Probability per frame of a hitch, in [0, 1).
+        chance: f64,
+        /// Extra time a hitched frame takes.
+        hitch: Nanos,
+        /// Seed of the hitch generator.
+        seed: u64,
+    },
+}
+
+/// Frame times as they are rendered.
+enum FrameTimes<'a> {
+    Regular {
+        first: Nanos,
+        period: f64,
+        k: u64,
+        count: u64,
+    },
+    List(std::slice::Iter<'a, Nanos>),
+    Hitchy {
+        at: Nanos,
+        end: Nanos,
+        period: Nanos,
+        chance: f64,
+        hitch: Nanos,
+        rng: jitterlab_capture::synth::Rng,
+    },
+}
+
+impl Iterator for FrameTimes<'_> {
+    type Item = Nanos;
+
+    fn next(&mut self) -> Option<Nanos> {
+        match self {
+            Self::Regular {
+                first,
+                period,
+                k,
+                count,
+            } => {
+                if *k >= *count {
+                    return None;
+                }
+                let at = *first + Nanos((*k as f64 * *period + 0.5) as i64);
+                *k += 1;
+                Some(at)
+            }
+            Self::List(it) => it.next().copied(),
+            Self::Hitchy {
+                at,
+                end,
+                period,
+                chance,
+                hitch,
+                rng,
+            } => {
+                if *at > *end {
+                    return None;
+                }
+                let now = *at;
+                *at += *period;
+                if rng.chance(*chance) {
+                    *at += *hitch;
+                }
+                Some(now)
+            }
+        }
+    }
 }
 
 impl FrameClock {
@@ -40,6 +112,20 @@ impl FrameClock {
                 ))),
                 None => Ok(()),
             },
+            Self::Hitches {
+                fps, chance, hitch, ..
+            } => {
+                Self::Fps(*fps).validate()?;
+                if !(0.0..1.0).contains(chance) {
+                    return Err(Error::Invalid(format!(
+                        "hitch chance {chance} is out of range (allowed: 0 to below 1)"
+                    )));
+                }
+                if *hitch < Nanos::ZERO {
+                    return Err(Error::Invalid("hitch length must not be negative".into()));
+                }
+                Ok(())
+            }
             Self::Fps(_) => Ok(()),
         }
     }
@@ -394,41 +480,66 @@ fn run<const FRAMES: bool>(
     if samples.is_empty() {
         return Ok(metrics);
     }
-    let offset = match clock {
-        ClockMapping::Fixed(o) => o,
-        ClockMapping::Estimated => prepared.offset_estimate,
+    // The clock mapping: constant, or estimated online as packets arrive.
+    let constant = match clock {
+        ClockMapping::Fixed(o) => Some(o),
+        ClockMapping::Hindsight => Some(prepared.offset_estimate),
+        ClockMapping::Estimated => None,
     };
+    let mut online = crate::clock::OnlineClock::new();
     let reference = &prepared.reference;
     let mut cursor = 0usize;
     metrics.reference = prepared.reference_kind;
     let stream_id = samples[0].stream;
     let first = samples[order[0] as usize].arrival;
     let last = samples[order[order.len() - 1] as usize].arrival;
-    let (count, period, at_list): (usize, f64, &[Nanos]) = match frames {
+    let times = match frames {
         FrameClock::Fps(fps) => {
             let period = 1e9 / fps;
             let end = last + policy.max_delay() + Nanos(period.ceil() as i64);
-            let count = ((end - first).as_nanos() as f64 / period).floor() as usize + 1;
-            (count, period, &[])
+            let count = ((end - first).as_nanos() as f64 / period).floor() as u64 + 1;
+            FrameTimes::Regular {
+                first,
+                period,
+                k: 0,
+                count,
+            }
         }
-        FrameClock::At(times) => (times.len(), 0.0, times),
+        FrameClock::At(times) => FrameTimes::List(times.iter()),
+        FrameClock::Hitches {
+            fps,
+            chance,
+            hitch,
+            seed,
+        } => FrameTimes::Hitchy {
+            at: first,
+            end: last + policy.max_delay() + Nanos::from_secs_f64(1.0 / fps),
+            period: Nanos::from_secs_f64(1.0 / fps),
+            chance: *chance,
+            hitch: *hitch,
+            rng: jitterlab_capture::synth::Rng::new(*seed),
+        },
     };
 
     let mut next = 0usize;
     let mut prev_target: Option<Nanos> = None;
     let mut started = false;
     let mut value = Vec::new();
-    for k in 0..count {
-        let at = if at_list.is_empty() {
-            first + Nanos((k as f64 * period + 0.5) as i64)
-        } else {
-            at_list[k]
-        };
+    for at in times {
         while next < order.len() && samples[order[next] as usize].arrival <= at {
-            engine.push(samples, order[next], at);
+            let idx = order[next];
+            if constant.is_none() {
+                let s = &samples[idx as usize];
+                online.observe(s.send, s.arrival);
+            }
+            engine.push(samples, idx, at);
             metrics.packets += 1;
             next += 1;
         }
+        let offset = match constant {
+            Some(o) => o,
+            None => online.offset_at(at),
+        };
         let (applied, pick) = engine.frame(at, at + offset);
         let target = applied.target;
         if prev_target.is_some_and(|p| target < p) {

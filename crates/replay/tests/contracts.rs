@@ -180,3 +180,54 @@ fn c14_one_factor_drives_position_linearly_and_rotation_by_slerp() {
         "the state is the left sample's until the right one's time"
     );
 }
+
+/// Frame clocks: a hitchy frame rate renders fewer frames with longer steps, reproducibly.
+#[test]
+fn frame_hitches_skip_time_reproducibly() {
+    let samples: Vec<Sample> = (0..200)
+        .map(|i| s(i, i * 50, i * 50 + 20, i as f64))
+        .collect();
+    let policy: Policy = "fixed:delay=100ms".parse().unwrap();
+    let run = |frames: FrameClock| {
+        let mut ats = Vec::new();
+        replay_stream(
+            &Stream::new(&samples),
+            &policy,
+            &frames,
+            ClockMapping::Fixed(Nanos::ZERO),
+            |f| {
+                ats.push(f.at);
+            },
+        )
+        .unwrap();
+        ats
+    };
+    let regular = run(FrameClock::Fps(60.0));
+    let hitchy = |seed| FrameClock::Hitches {
+        fps: 60.0,
+        chance: 0.1,
+        hitch: Nanos::from_millis(100),
+        seed,
+    };
+    let a = run(hitchy(1));
+    assert_eq!(a, run(hitchy(1)));
+    assert_ne!(a, run(hitchy(2)));
+    assert!(
+        a.len() < regular.len() * 2 / 3,
+        "{} vs {}",
+        a.len(),
+        regular.len()
+    );
+    let longest = a.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!(longest >= Nanos::from_millis(116), "{longest}");
+    assert!(
+        FrameClock::Hitches {
+            fps: 60.0,
+            chance: 1.5,
+            hitch: Nanos::ZERO,
+            seed: 0
+        }
+        .validate()
+        .is_err()
+    );
+}

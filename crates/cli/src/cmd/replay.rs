@@ -30,7 +30,18 @@ pub(crate) struct Args {
         allow_hyphen_values = true
     )]
     at: Option<Vec<f64>>,
-    /// Clock mapping: offset=MS (sender time = local time + MS) or estimate (default).
+    /// Render frames at the local times (ms) listed one per line in this file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["at", "hitches"])]
+    frames: Option<PathBuf>,
+    /// Frame hitches on top of --fps: CHANCE:LENGTH, e.g. 2%:50ms (a frame takes 50 ms longer
+    /// with probability 2 %), seeded by --seed.
+    #[arg(long, value_name = "CHANCE:LENGTH", conflicts_with = "at")]
+    hitches: Option<String>,
+    /// Seed for --hitches.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Clock mapping: estimate (online minimum transit with drift, the default), hindsight
+    /// (minimum transit over the whole stream), or offset=MS (sender time = local time + MS).
     #[arg(long, value_name = "offset=MS", default_value = "estimate")]
     clock: String,
     /// Only replay this stream (by its index in `jitterlab info`).
@@ -47,6 +58,46 @@ pub(crate) struct Args {
     force: bool,
     #[command(flatten)]
     decode: DecodeArgs,
+}
+
+/// Reads recorded frame times: one local time in ms per line (blank lines and `#` comments
+/// ignored), not decreasing.
+fn read_frame_times(path: &std::path::Path) -> Result<Vec<Nanos>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match line.parse::<f64>() {
+            Ok(ms) if ms.is_finite() => out.push(Nanos::from_millis_f64(ms)),
+            _ => bail!(
+                "{} line {}: '{line}' is not a frame time in ms",
+                path.display(),
+                i + 1
+            ),
+        }
+    }
+    if out.is_empty() {
+        bail!("{}: no frame times", path.display());
+    }
+    Ok(out)
+}
+
+/// Parses `CHANCE:LENGTH`, e.g. `2%:50ms`.
+fn parse_hitches(spec: &str) -> Result<(f64, Nanos)> {
+    let bad = || anyhow::anyhow!("--hitches '{spec}': expected CHANCE:LENGTH, e.g. 2%:50ms");
+    let (chance, length) = spec.split_once(':').ok_or_else(bad)?;
+    let chance = match chance.strip_suffix('%') {
+        Some(p) => p.parse::<f64>().map(|p| p / 100.0),
+        None => chance.parse::<f64>(),
+    }
+    .map_err(|_| bad())?;
+    let length = jitterlab_capture::time::parse_duration(length)
+        .map_err(|e| anyhow::anyhow!("--hitches: {e}"))?;
+    Ok((chance, length))
 }
 
 fn ms(t: Nanos) -> f64 {
@@ -100,14 +151,24 @@ fn csv_row(f: &Frame<'_>, width: usize) -> String {
 pub(crate) fn run(args: &Args) -> Result<()> {
     let policy: Policy = args.policy.parse().context("--policy")?;
     let clock: ClockMapping = args.clock.parse()?;
-    let frames = match &args.at {
-        Some(times) => {
+    let frames = match (&args.at, &args.frames, &args.hitches) {
+        (Some(times), ..) => {
             if let Some(bad) = times.iter().find(|t| !t.is_finite()) {
                 bail!("--at {bad} is not a finite time in ms");
             }
             FrameClock::At(times.iter().map(|&t| Nanos::from_millis_f64(t)).collect())
         }
-        None => FrameClock::Fps(args.fps),
+        (None, Some(path), _) => FrameClock::At(read_frame_times(path)?),
+        (None, None, Some(spec)) => {
+            let (chance, hitch) = parse_hitches(spec)?;
+            FrameClock::Hitches {
+                fps: args.fps,
+                chance,
+                hitch,
+                seed: args.seed,
+            }
+        }
+        (None, None, None) => FrameClock::Fps(args.fps),
     };
     frames.validate()?;
     let decoded = load(&args.trace, &args.decode)?;

@@ -222,3 +222,32 @@ fn synth_out_of_range_parameters_name_the_parameter() {
     assert!(msg.contains("line 3"), "{msg}");
     assert!(!d.join("x.jtr").exists(), "no output after an error");
 }
+
+#[test]
+fn bad_frame_clocks_name_the_line_or_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = seed_trace(dir.path());
+    let t = trace.to_str().unwrap();
+    write(dir.path(), "frames.txt", b"100\nsoon\n");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--frames", "frames.txt"],
+        dir.path(),
+    );
+    assert!(msg.contains("line 2"), "{msg}");
+    write(dir.path(), "back.txt", b"200\n100\n");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--frames", "back.txt"],
+        dir.path(),
+    );
+    assert!(msg.contains("must not decrease"), "{msg}");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--hitches", "150%:10ms"],
+        dir.path(),
+    );
+    assert!(msg.contains("hitch chance"), "{msg}");
+    let msg = fails(
+        &["replay", t, "--policy", "fixed", "--hitches", "often"],
+        dir.path(),
+    );
+    assert!(msg.contains("CHANCE:LENGTH"), "{msg}");
+}

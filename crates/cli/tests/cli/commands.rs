@@ -340,3 +340,45 @@ fn synth_lists_its_profiles() {
         assert!(text.contains(name), "{name} missing");
     }
 }
+
+#[test]
+fn recorded_frame_times_replace_the_frame_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = import(
+        dir.path(),
+        &fixtures().join("contracts/c07_seed000_interpolate.csv"),
+    );
+    let frames = write(dir.path(), "frames.txt", b"# frame times, ms\n225\n\n240\n");
+    let v = json(&[
+        OsStr::new("replay"),
+        trace.as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("fixed:delay=100ms"),
+        OsStr::new("--clock"),
+        OsStr::new("offset=0"),
+        OsStr::new("--frames"),
+        frames.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(v["metrics"]["frames"], 2);
+    let hitchy = json(&[
+        OsStr::new("replay"),
+        demo_trace().as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("fixed"),
+        OsStr::new("--hitches"),
+        OsStr::new("10%:100ms"),
+        OsStr::new("--json"),
+    ]);
+    let plain = json(&[
+        OsStr::new("replay"),
+        demo_trace().as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("fixed"),
+        OsStr::new("--json"),
+    ]);
+    assert!(
+        hitchy["metrics"]["frames"].as_u64().unwrap()
+            < plain["metrics"]["frames"].as_u64().unwrap()
+    );
+}
