@@ -44,6 +44,7 @@ fn bench(c: &mut Criterion) {
         "quantile",
         "source",
         "mirror",
+        "neteq",
     ] {
         let p: Policy = policy.parse().unwrap();
         // The sweep path: metrics only, over a stream prepared once.

@@ -70,6 +70,12 @@ pub(crate) enum Controller {
         jitter: Jitter,
         interval: IntervalEstimate,
     },
+    NetEq {
+        history: crate::neteq::ArrivalHistory,
+        manager: crate::neteq::DelayManager,
+        interval: IntervalEstimate,
+        max: Nanos,
+    },
     Quantile {
         config: QuantileConfig,
         interval: IntervalEstimate,
@@ -86,6 +92,12 @@ impl Controller {
             Policy::Fixed(c) => Self::Fixed(c.delay),
             Policy::Source(c) => Self::Fixed(c.lerp()),
             Policy::Mirror(_) => Self::Fixed(Nanos::ZERO),
+            Policy::NetEq(c) => Self::NetEq {
+                history: crate::neteq::ArrivalHistory::new(c.window.as_nanos() / 1_000_000),
+                manager: crate::neteq::DelayManager::new(&c.delay),
+                interval: IntervalEstimate::new(None),
+                max: c.max,
+            },
             Policy::Jitter(c) => Self::Jitter {
                 interval: IntervalEstimate::new(c.interval),
                 config: c.clone(),
@@ -105,6 +117,25 @@ impl Controller {
     pub(crate) fn on_arrival(&mut self, s: &Sample) {
         match self {
             Self::Fixed(_) => {}
+            Self::NetEq {
+                history,
+                manager,
+                interval,
+                ..
+            } => {
+                // NetEq works in whole milliseconds of media time and arrival time.
+                interval.observe(s);
+                let (rtp, now) = (
+                    s.send.as_nanos() / 1_000_000,
+                    s.arrival.as_nanos() / 1_000_000,
+                );
+                let length = interval.get().as_nanos() / 1_000_000;
+                if history.insert(rtp, length, now) {
+                    let reordered = !history.is_newest(rtp);
+                    let delay = history.delay_ms(rtp, now) as i32;
+                    manager.update(delay, reordered, now);
+                }
+            }
             Self::Jitter {
                 jitter, interval, ..
             } => {
@@ -134,6 +165,9 @@ impl Controller {
     pub(crate) fn target(&mut self, now: Nanos) -> Nanos {
         match self {
             Self::Fixed(d) => *d,
+            Self::NetEq { manager, max, .. } => {
+                Nanos::from_millis(i64::from(manager.target_delay_ms())).min(*max)
+            }
             Self::Jitter {
                 config,
                 jitter,
@@ -204,6 +238,7 @@ impl Applier {
             Policy::Fixed(_) | Policy::Source(_) | Policy::Mirror(_) => Apply::Jump,
             Policy::Jitter(c) => c.apply,
             Policy::Quantile(c) => c.apply,
+            Policy::NetEq(c) => c.apply,
         };
         Self {
             apply,

@@ -33,6 +33,7 @@ mod engine;
 mod error;
 pub mod metrics;
 pub mod mirror;
+pub mod neteq;
 pub mod playout;
 pub mod policy;
 mod run;

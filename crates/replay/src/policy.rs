@@ -218,6 +218,35 @@ impl Default for SourceConfig {
     }
 }
 
+/// WebRTC NetEq's delay manager as a policy: relative arrival delay over a 2 s window, the
+/// 0.95 quantile of 500 ms maxima (20 ms buckets), raised for reordering, applied by
+/// time-stretching (anchors.md §4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetEqConfig {
+    /// NetEq's delay-manager settings.
+    pub delay: crate::neteq::DelayConfig,
+    /// The arrival-history window.
+    pub window: Nanos,
+    /// Upper clamp on the target.
+    pub max: Nanos,
+    /// How delay changes are applied (NetEq accelerates and preemptively expands).
+    pub apply: Apply,
+    /// The sample store.
+    pub buffer: BufferConfig,
+}
+
+impl Default for NetEqConfig {
+    fn default() -> Self {
+        Self {
+            delay: crate::neteq::DelayConfig::default(),
+            window: Nanos::from_secs(2),
+            max: Nanos::from_secs(2),
+            apply: Apply::Stretch { max_rate: 0.1 },
+            buffer: BufferConfig::default(),
+        }
+    }
+}
+
 /// The most samples a buffer may be configured to hold.
 pub const MAX_CAPACITY: usize = 1 << 20;
 
@@ -235,11 +264,14 @@ pub enum Policy {
     Source(SourceConfig),
     /// Mirror's Snapshot Interpolation V2 (its own timeline, timescale and EMAs).
     Mirror(crate::mirror::MirrorConfig),
+    /// WebRTC NetEq's delay manager.
+    NetEq(NetEqConfig),
 }
 
 impl Policy {
     /// The policy names this build knows.
-    pub const NAMES: &'static [&'static str] = &["fixed", "jitter", "quantile", "source", "mirror"];
+    pub const NAMES: &'static [&'static str] =
+        &["fixed", "jitter", "quantile", "source", "mirror", "neteq"];
 
     /// The policy's name.
     pub fn name(&self) -> &'static str {
@@ -249,6 +281,7 @@ impl Policy {
             Self::Quantile(_) => "quantile",
             Self::Source(_) => "source",
             Self::Mirror(_) => "mirror",
+            Self::NetEq(_) => "neteq",
         }
     }
 
@@ -260,6 +293,7 @@ impl Policy {
             Self::Quantile(c) => Some(&c.buffer),
             Self::Source(c) => Some(&c.buffer),
             Self::Mirror(_) => None,
+            Self::NetEq(c) => Some(&c.buffer),
         }
     }
 
@@ -272,6 +306,7 @@ impl Policy {
             Self::Source(c) => c.lerp(),
             // A full buffer's span: the most a Mirror timeline can trail the newest snapshot.
             Self::Mirror(c) => Nanos::from_secs_f64(c.send_interval() * c.buffer_limit as f64),
+            Self::NetEq(c) => c.max,
         }
     }
 
@@ -281,6 +316,20 @@ impl Policy {
         let mut out = match self {
             Self::Fixed(c) => vec![("delay", format_duration(c.delay))],
             Self::Mirror(_) => Vec::new(),
+            Self::NetEq(c) => vec![
+                ("quantile", c.delay.quantile.to_string()),
+                ("forget_factor", c.delay.forget_factor.to_string()),
+                (
+                    "resample_interval",
+                    c.delay
+                        .resample_interval_ms
+                        .map_or_else(|| "off".to_owned(), |ms| format!("{ms}ms")),
+                ),
+                ("reorder", c.delay.use_reorder_optimizer.to_string()),
+                ("window", format_duration(c.window)),
+                ("max", format_duration(c.max)),
+                ("apply", c.apply.to_string()),
+            ],
             Self::Jitter(c) => vec![
                 ("a", c.a.to_string()),
                 ("k", c.k.to_string()),
@@ -536,6 +585,7 @@ impl FromStr for Policy {
             "quantile" => Self::Quantile(QuantileConfig::default()),
             "source" => Self::Source(SourceConfig::default()),
             "mirror" => Self::Mirror(crate::mirror::MirrorConfig::default()),
+            "neteq" => Self::NetEq(NetEqConfig::default()),
             other => {
                 return Err(Error::Policy {
                     policy: other.to_owned(),
@@ -700,6 +750,43 @@ impl FromStr for Policy {
                     }
                     true
                 }
+                Self::NetEq(c) => match key {
+                    "quantile" => {
+                        c.delay.quantile =
+                            k.number(|x| x > 0.0 && x < 1.0, "strictly between 0 and 1")?;
+                        true
+                    }
+                    "forget_factor" => {
+                        c.delay.forget_factor =
+                            k.number(|x| (0.0..1.0).contains(&x), "0 to below 1")?;
+                        true
+                    }
+                    "resample_interval" => {
+                        c.delay.resample_interval_ms = if value == "off" {
+                            None
+                        } else {
+                            Some(k.duration(Nanos::from_millis(1))?.as_nanos() / 1_000_000)
+                        };
+                        true
+                    }
+                    "reorder" => {
+                        c.delay.use_reorder_optimizer = k.boolean()?;
+                        true
+                    }
+                    "window" => {
+                        c.window = k.duration(Nanos::from_millis(1))?;
+                        true
+                    }
+                    "max" => {
+                        c.max = k.duration(Nanos::ZERO)?;
+                        true
+                    }
+                    "apply" => {
+                        c.apply = k.apply()?;
+                        true
+                    }
+                    _ => k.buffer(&mut c.buffer)?,
+                },
             };
             if !handled {
                 return Err(match policy {
@@ -713,13 +800,17 @@ impl FromStr for Policy {
                         "cl_interp, cl_interp_ratio, cl_updaterate, cl_extrapolate_amount",
                     ),
                     Self::Mirror(_) => unreachable!("mirror keys are all handled above"),
+                    Self::NetEq(_) => unknown(
+                        key,
+                        "quantile, forget_factor, resample_interval, reorder, window, max, apply",
+                    ),
                 });
             }
         }
         let clamp = match &policy {
             Self::Jitter(c) => Some((c.min, c.max)),
             Self::Quantile(c) => Some((c.min, c.max)),
-            Self::Fixed(_) | Self::Source(_) | Self::Mirror(_) => None,
+            Self::Fixed(_) | Self::Source(_) | Self::Mirror(_) | Self::NetEq(_) => None,
         };
         if let Some((Some(min), max)) = clamp
             && min > max
@@ -791,6 +882,8 @@ mod tests {
             "source",
             "source:cl_interp_ratio=3,cl_updaterate=66,cl_extrapolate_amount=100ms",
             "fixed:delay=80ms,miss=extrapolate:120ms",
+            "neteq",
+            "neteq:quantile=0.97,resample_interval=off,reorder=false,apply=jump",
             "mirror",
             "mirror:send_rate=20,buffer_multiplier=3,dynamic_adjustment=false,drift_ema_duration=2s",
         ] {

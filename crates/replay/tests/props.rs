@@ -47,6 +47,10 @@ fn arb_policy() -> impl Strategy<Value = (Policy, Nanos)> {
             Some(h) => format!("fixed:delay={d}ms,miss=extrapolate:{h}ms"),
             None => format!("fixed:delay={d}ms"),
         }),
+        (0.5f64..0.99, any::<bool>(), any::<bool>()).prop_map(|(q, reorder, jump)| format!(
+            "neteq:quantile={q:.3},reorder={reorder},apply={}",
+            if jump { "jump" } else { "stretch:max_rate=10%" }
+        )),
         (1i64..300, 1.0f64..4.0, 10.0f64..60.0).prop_map(|(i, r, u)| format!(
             "source:cl_interp={i}ms,cl_interp_ratio={r:.2},cl_updaterate={u:.1}"
         )),
