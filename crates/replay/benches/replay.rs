@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         "source",
         "mirror",
         "neteq",
+        "ngo:tick_rate=60,ticks_ago=2",
     ] {
         let p: Policy = policy.parse().unwrap();
         // The sweep path: metrics only, over a stream prepared once.

@@ -91,7 +91,7 @@ impl Controller {
         match policy {
             Policy::Fixed(c) => Self::Fixed(c.delay),
             Policy::Source(c) => Self::Fixed(c.lerp()),
-            Policy::Mirror(_) => Self::Fixed(Nanos::ZERO),
+            Policy::Mirror(_) | Policy::Ngo(_) => Self::Fixed(Nanos::ZERO),
             Policy::NetEq(c) => Self::NetEq {
                 history: crate::neteq::ArrivalHistory::new(c.window.as_nanos() / 1_000_000),
                 manager: crate::neteq::DelayManager::new(&c.delay),
@@ -235,7 +235,9 @@ pub(crate) struct Applier {
 impl Applier {
     pub(crate) fn new(policy: &Policy) -> Self {
         let apply = match policy {
-            Policy::Fixed(_) | Policy::Source(_) | Policy::Mirror(_) => Apply::Jump,
+            Policy::Fixed(_) | Policy::Source(_) | Policy::Mirror(_) | Policy::Ngo(_) => {
+                Apply::Jump
+            }
             Policy::Jitter(c) => c.apply,
             Policy::Quantile(c) => c.apply,
             Policy::NetEq(c) => c.apply,

@@ -28,6 +28,13 @@ pub(crate) struct MirrorEngine {
 pub(crate) enum Engine {
     Snapshot(SnapshotEngine),
     Mirror(MirrorEngine),
+    Ngo(NgoEngine),
+}
+
+pub(crate) struct NgoEngine {
+    interp: crate::ngo::Interpolator,
+    delay: f64,
+    counters: Counters,
 }
 
 fn secs(t: Nanos) -> f64 {
@@ -40,6 +47,11 @@ impl Engine {
             Policy::Mirror(c) => Self::Mirror(MirrorEngine {
                 mirror: Mirror::new(c.clone()),
                 last_at: None,
+                counters: Counters::default(),
+            }),
+            Policy::Ngo(c) => Self::Ngo(NgoEngine {
+                interp: crate::ngo::Interpolator::default(),
+                delay: c.delay_secs(),
                 counters: Counters::default(),
             }),
             _ => Self::Snapshot(SnapshotEngine {
@@ -61,6 +73,16 @@ impl Engine {
             Self::Snapshot(e) => {
                 if e.buffer.push(samples, idx) != Push::Duplicate {
                     e.controller.on_arrival(&samples[idx as usize]);
+                }
+            }
+            Self::Ngo(e) => {
+                let item = crate::ngo::Item {
+                    idx,
+                    sent: secs(samples[idx as usize].send),
+                };
+                match e.interp.add(item) {
+                    crate::ngo::Added::Queued => e.counters.inserted += 1,
+                    crate::ngo::Added::Dropped => e.counters.late += 1,
                 }
             }
             Self::Mirror(e) => {
@@ -98,6 +120,56 @@ impl Engine {
                     None => e.applier.step(at, now, e.controller.target(at)),
                 };
                 (applied, e.buffer.sample(applied.target))
+            }
+            Self::Ngo(e) => {
+                let server = secs(now);
+                let render = server - e.delay;
+                let target = Nanos::from_secs_f64(render);
+                let applied = Applied {
+                    delay: now - target,
+                    target,
+                    frozen: false,
+                    scaled: false,
+                };
+                let depth = e.interp.pending_after(render);
+                let pick = match e.interp.update(server, render) {
+                    None => Pick {
+                        mode: Mode::Empty,
+                        hold: None,
+                        from: None,
+                        to: None,
+                        alpha: 0.0,
+                        shown: None,
+                        depth,
+                    },
+                    Some((a, b, t)) if a.idx == b.idx || t >= 1.0 || t <= 0.0 => {
+                        // Nothing to interpolate: the target reached (underrun) or not yet begun.
+                        let (held, reason) = if t <= 0.0 && render < a.sent {
+                            (a, HoldReason::BeforeOldest)
+                        } else {
+                            (b, HoldReason::AfterNewest)
+                        };
+                        Pick {
+                            mode: Mode::Hold,
+                            hold: Some(reason),
+                            from: Some(held.idx),
+                            to: None,
+                            alpha: 0.0,
+                            shown: Some(Nanos::from_secs_f64(held.sent)),
+                            depth,
+                        }
+                    }
+                    Some((a, b, t)) => Pick {
+                        mode: Mode::Interpolate,
+                        hold: None,
+                        from: Some(a.idx),
+                        to: Some(b.idx),
+                        alpha: t,
+                        shown: Some(Nanos::from_secs_f64(a.sent + (b.sent - a.sent) * t)),
+                        depth,
+                    },
+                };
+                (applied, pick)
             }
             Self::Mirror(e) => {
                 let dt = e.last_at.map_or(0.0, |last| secs(at - last));
@@ -162,6 +234,7 @@ impl Engine {
         match self {
             Self::Snapshot(e) => e.buffer.counters(),
             Self::Mirror(e) => e.counters,
+            Self::Ngo(e) => e.counters,
         }
     }
 
@@ -173,6 +246,7 @@ impl Engine {
                 .buffer
                 .last()
                 .map(|s| Nanos::from_secs_f64(s.remote)),
+            Self::Ngo(e) => e.interp.newest().map(Nanos::from_secs_f64),
         }
     }
 }

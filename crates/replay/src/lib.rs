@@ -34,6 +34,7 @@ mod error;
 pub mod metrics;
 pub mod mirror;
 pub mod neteq;
+pub mod ngo;
 pub mod playout;
 pub mod policy;
 mod run;

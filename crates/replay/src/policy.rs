@@ -266,12 +266,15 @@ pub enum Policy {
     Mirror(crate::mirror::MirrorConfig),
     /// WebRTC NetEq's delay manager.
     NetEq(NetEqConfig),
+    /// Unity Netcode for GameObjects' buffered linear interpolator (legacy lerp).
+    Ngo(crate::ngo::NgoConfig),
 }
 
 impl Policy {
     /// The policy names this build knows.
-    pub const NAMES: &'static [&'static str] =
-        &["fixed", "jitter", "quantile", "source", "mirror", "neteq"];
+    pub const NAMES: &'static [&'static str] = &[
+        "fixed", "jitter", "quantile", "source", "mirror", "neteq", "ngo",
+    ];
 
     /// The policy's name.
     pub fn name(&self) -> &'static str {
@@ -282,6 +285,7 @@ impl Policy {
             Self::Source(_) => "source",
             Self::Mirror(_) => "mirror",
             Self::NetEq(_) => "neteq",
+            Self::Ngo(_) => "ngo",
         }
     }
 
@@ -294,6 +298,7 @@ impl Policy {
             Self::Source(c) => Some(&c.buffer),
             Self::Mirror(_) => None,
             Self::NetEq(c) => Some(&c.buffer),
+            Self::Ngo(_) => None,
         }
     }
 
@@ -307,6 +312,7 @@ impl Policy {
             // A full buffer's span: the most a Mirror timeline can trail the newest snapshot.
             Self::Mirror(c) => Nanos::from_secs_f64(c.send_interval() * c.buffer_limit as f64),
             Self::NetEq(c) => c.max,
+            Self::Ngo(c) => Nanos::from_secs_f64(c.delay_secs()),
         }
     }
 
@@ -316,6 +322,10 @@ impl Policy {
         let mut out = match self {
             Self::Fixed(c) => vec![("delay", format_duration(c.delay))],
             Self::Mirror(_) => Vec::new(),
+            Self::Ngo(c) => vec![
+                ("tick_rate", c.tick_rate.to_string()),
+                ("ticks_ago", c.ticks_ago.to_string()),
+            ],
             Self::NetEq(c) => vec![
                 ("quantile", c.delay.quantile.to_string()),
                 ("forget_factor", c.delay.forget_factor.to_string()),
@@ -586,6 +596,7 @@ impl FromStr for Policy {
             "source" => Self::Source(SourceConfig::default()),
             "mirror" => Self::Mirror(crate::mirror::MirrorConfig::default()),
             "neteq" => Self::NetEq(NetEqConfig::default()),
+            "ngo" => Self::Ngo(crate::ngo::NgoConfig::default()),
             other => {
                 return Err(Error::Policy {
                     policy: other.to_owned(),
@@ -787,6 +798,19 @@ impl FromStr for Policy {
                     }
                     _ => k.buffer(&mut c.buffer)?,
                 },
+                Self::Ngo(c) => match key {
+                    "tick_rate" => {
+                        c.tick_rate =
+                            k.number(|x| x > 0.0 && x <= 10_000.0, ">0 to 10000 per second")?;
+                        true
+                    }
+                    "ticks_ago" => {
+                        c.ticks_ago =
+                            k.number(|x| (0.0..=1000.0).contains(&x), "0 to 1000 ticks")?;
+                        true
+                    }
+                    _ => false,
+                },
             };
             if !handled {
                 return Err(match policy {
@@ -800,6 +824,7 @@ impl FromStr for Policy {
                         "cl_interp, cl_interp_ratio, cl_updaterate, cl_extrapolate_amount",
                     ),
                     Self::Mirror(_) => unreachable!("mirror keys are all handled above"),
+                    Self::Ngo(_) => unknown(key, "tick_rate, ticks_ago"),
                     Self::NetEq(_) => unknown(
                         key,
                         "quantile, forget_factor, resample_interval, reorder, window, max, apply",
@@ -810,7 +835,9 @@ impl FromStr for Policy {
         let clamp = match &policy {
             Self::Jitter(c) => Some((c.min, c.max)),
             Self::Quantile(c) => Some((c.min, c.max)),
-            Self::Fixed(_) | Self::Source(_) | Self::Mirror(_) | Self::NetEq(_) => None,
+            Self::Fixed(_) | Self::Source(_) | Self::Mirror(_) | Self::NetEq(_) | Self::Ngo(_) => {
+                None
+            }
         };
         if let Some((Some(min), max)) = clamp
             && min > max
@@ -882,6 +909,8 @@ mod tests {
             "source",
             "source:cl_interp_ratio=3,cl_updaterate=66,cl_extrapolate_amount=100ms",
             "fixed:delay=80ms,miss=extrapolate:120ms",
+            "ngo",
+            "ngo:tick_rate=60,ticks_ago=2",
             "neteq",
             "neteq:quantile=0.97,resample_interval=off,reorder=false,apply=jump",
             "mirror",

@@ -475,7 +475,7 @@ fn run<const FRAMES: bool>(
     let mut engine = Engine::new(policy);
     // The zero-error shortcut needs the factor computed from the same nanosecond expression as
     // the reference's; Mirror computes its own in seconds.
-    let exact_alpha = !matches!(policy, Policy::Mirror(_));
+    let exact_alpha = !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_));
     let mut metrics = Metrics::default();
     if samples.is_empty() {
         return Ok(metrics);

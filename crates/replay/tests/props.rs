@@ -77,7 +77,14 @@ fn arb_policy() -> impl Strategy<Value = (Policy, Nanos)> {
                 .unwrap();
         (policy, Nanos::MAX)
     });
-    prop_oneof![4 => ours, 1 => mirror]
+    // NGO keeps its own queue too.
+    let ngo = (10.0f64..60.0, 0.0f64..4.0).prop_map(|(rate, ticks)| {
+        let policy = format!("ngo:tick_rate={rate:.1},ticks_ago={ticks:.2}")
+            .parse()
+            .unwrap();
+        (policy, Nanos::MAX)
+    });
+    prop_oneof![4 => ours, 1 => mirror, 1 => ngo]
 }
 
 struct Seen {
@@ -156,7 +163,7 @@ proptest! {
     fn after_the_end_the_newest_is_held(trace in arb_trace(), (policy, _) in arb_policy()) {
         // Mirror's timeline can step back (its clamp) and its full buffer refuses the newest:
         // these guarantees are jitterlab's, not Mirror's.
-        prop_assume!(!matches!(policy, Policy::Mirror(_)));
+        prop_assume!(!matches!(policy, Policy::Mirror(_) | Policy::Ngo(_)));
         let (seen, m) = run(&trace, &policy);
         prop_assert!(seen.windows(2).all(|w| w[1].target >= w[0].target));
         prop_assert_eq!(m.backward_steps, 0);
