@@ -149,3 +149,125 @@ mod tests {
         );
     }
 }
+
+/// What a listener heard: counts over a playout run (C22, C23).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PlayoutSummary {
+    /// Frame slots played out (from the first to the last sequence number received).
+    pub frames: u64,
+    /// Slots played from a frame that arrived in time.
+    pub played: u64,
+    /// Slots concealed (repeated or interpolated): the frame was missing at its play time.
+    pub concealed: u64,
+    /// Of those, frames that never arrived.
+    pub lost: u64,
+    /// Of those, frames that arrived after their play time and were dropped.
+    pub late: u64,
+    /// `concealed / frames`.
+    pub concealment_ratio: f64,
+    /// `late / frames`.
+    pub late_ratio: f64,
+    /// The longest run of consecutive concealed slots: a "buffering…" stall (C23).
+    pub max_consecutive_concealed: u64,
+}
+
+impl PlayoutSummary {
+    /// Adds another stream's summary.
+    pub fn merge(&mut self, o: &Self) {
+        self.frames += o.frames;
+        self.played += o.played;
+        self.concealed += o.concealed;
+        self.lost += o.lost;
+        self.late += o.late;
+        self.max_consecutive_concealed = self
+            .max_consecutive_concealed
+            .max(o.max_consecutive_concealed);
+        if self.frames > 0 {
+            self.concealment_ratio = self.concealed as f64 / self.frames as f64;
+            self.late_ratio = self.late as f64 / self.frames as f64;
+        }
+    }
+}
+
+/// Folds playout events into a summary.
+pub fn summarize(events: &[PlayoutEvent]) -> PlayoutSummary {
+    let mut s = PlayoutSummary::default();
+    let mut run = 0u64;
+    for e in events {
+        s.frames += 1;
+        match e {
+            PlayoutEvent::Played { .. } => {
+                s.played += 1;
+                run = 0;
+            }
+            PlayoutEvent::Concealed { arrived_late, .. } => {
+                s.concealed += 1;
+                if *arrived_late {
+                    s.late += 1;
+                } else {
+                    s.lost += 1;
+                }
+                run += 1;
+                s.max_consecutive_concealed = s.max_consecutive_concealed.max(run);
+            }
+        }
+    }
+    if s.frames > 0 {
+        s.concealment_ratio = s.concealed as f64 / s.frames as f64;
+        s.late_ratio = s.late as f64 / s.frames as f64;
+    }
+    s
+}
+
+#[cfg(test)]
+mod input_buffer_tests {
+    use super::*;
+
+    fn input(tick: i64, arrival_ms: f64) -> Sample {
+        // 60 Hz ticks: tick n is sent at n·16.667 ms.
+        Sample::new(
+            0,
+            tick,
+            Nanos((tick as f64 * 1e9 / 60.0) as i64),
+            Nanos::from_millis_f64(arrival_ms),
+        )
+    }
+
+    /// C24: a server holding 2 ticks of a player's input executes each at send + 2 ticks; an
+    /// input that misses its tick is predicted (concealed, counted), a late one is dropped; a
+    /// deeper buffer conceals less.
+    #[test]
+    fn c24_server_input_buffer_depth_trades_delay_for_misses() {
+        // Transit 5 ms, except tick 3 (+30 ms: late at 2 ticks, in time at 3) and tick 6 (lost).
+        let samples: Vec<Sample> = (0..10)
+            .filter(|&t| t != 6)
+            .map(|t| {
+                input(
+                    t,
+                    t as f64 * 1000.0 / 60.0 + if t == 3 { 35.0 } else { 5.0 },
+                )
+            })
+            .collect();
+        let tick = Nanos((1e9 / 60.0) as i64);
+        let two = summarize(&playout_fixed(&samples, tick * 2, Nanos::ZERO));
+        assert_eq!((two.frames, two.played, two.late, two.lost), (10, 8, 1, 1));
+        let three = summarize(&playout_fixed(&samples, tick * 3, Nanos::ZERO));
+        assert_eq!((three.played, three.late, three.lost), (9, 0, 1));
+        assert!(three.concealment_ratio < two.concealment_ratio);
+    }
+
+    /// C23: consecutive misses are one stall; the summary keeps the longest.
+    #[test]
+    fn c23_a_stall_is_the_longest_run_of_concealment() {
+        let samples: Vec<Sample> = [0, 1, 5, 6]
+            .iter()
+            .map(|&t| input(t, t as f64 * 16.0))
+            .collect();
+        let s = summarize(&playout_fixed(
+            &samples,
+            Nanos::from_millis(40),
+            Nanos::ZERO,
+        ));
+        assert_eq!((s.lost, s.max_consecutive_concealed), (3, 3));
+    }
+}

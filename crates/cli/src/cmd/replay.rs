@@ -50,6 +50,10 @@ pub(crate) struct Args {
     /// Print JSON: the frames sampled with --at, and the metrics.
     #[arg(long)]
     json: bool,
+    /// Playout mode for discrete frames (audio, server input): play each frame at its send
+    /// time + the policy's delay, conceal missing ones, drop late ones (fixed delays: fixed, source).
+    #[arg(long, conflicts_with_all = ["at", "frames", "hitches"])]
+    playout: bool,
     /// Write every frame to this CSV file.
     #[arg(long, value_name = "OUT.csv")]
     timeline: Option<PathBuf>,
@@ -172,6 +176,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     };
     frames.validate()?;
     let decoded = load(&args.trace, &args.decode)?;
+    if args.playout {
+        return run_playout(args, &policy, clock, &decoded);
+    }
     if let Some(id) = args.stream
         && !decoded.streams.iter().any(|s| s.id == id)
     {
@@ -263,6 +270,89 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     } else {
         writeln!(out, "policy {policy}")?;
         print_summary(&mut out, &total)?;
+    }
+    Ok(())
+}
+
+/// `--playout`: discrete frames at send time + delay (C21–C24).
+fn run_playout(
+    args: &Args,
+    policy: &Policy,
+    clock: ClockMapping,
+    decoded: &jitterlab_capture::Decoded,
+) -> Result<()> {
+    use jitterlab_replay::playout::{PlayoutEvent, PlayoutSummary, playout_fixed, summarize};
+    let delay = match policy {
+        Policy::Fixed(c) => c.delay,
+        Policy::Source(c) => c.lerp(),
+        other => bail!(
+            "--playout supports fixed delays (fixed, source) for now, not '{}'",
+            other.name()
+        ),
+    };
+    let mut timeline = match &args.timeline {
+        Some(path) => {
+            let mut f = AtomicFile::create(path, args.force)?;
+            f.write_all(b"stream,seq,play_ms,event\n")?;
+            Some(f)
+        }
+        None => None,
+    };
+    let mut total = PlayoutSummary::default();
+    let mut streams = Vec::new();
+    for info in &decoded.streams {
+        if args.stream.is_some_and(|id| id != info.id) {
+            continue;
+        }
+        if !info.has_send_times() {
+            bail!(
+                "{}: RTP clock rate unknown; pass --clock-rate PT=HZ",
+                info.label()
+            );
+        }
+        let samples: Vec<_> = decoded.stream_samples(info.id).cloned().collect();
+        let events = playout_fixed(&samples, delay, clock.offset(&samples));
+        if let Some(f) = timeline.as_mut() {
+            for e in &events {
+                let (seq, at, what) = match *e {
+                    PlayoutEvent::Played { seq, at } => (seq, at, "played"),
+                    PlayoutEvent::Concealed {
+                        seq,
+                        at,
+                        arrived_late: true,
+                    } => (seq, at, "late"),
+                    PlayoutEvent::Concealed { seq, at, .. } => (seq, at, "lost"),
+                };
+                writeln!(f, "{},{seq},{},{what}", info.id, ms(at))?;
+            }
+        }
+        let s = summarize(&events);
+        total.merge(&s);
+        streams.push(json!({"stream": info.id, "metrics": s}));
+    }
+    if let Some(f) = timeline {
+        let path = f.path().display().to_string();
+        f.commit().with_context(|| format!("cannot write {path}"))?;
+        eprintln!("wrote the timeline to {path}");
+    }
+    let mut out = io::stdout().lock();
+    if args.json {
+        let doc = json!({"mode": "playout", "policy": policy.to_string(), "metrics": total, "streams": streams});
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "playout, policy {policy}")?;
+        writeln!(
+            out,
+            "frames {}   played {}   concealed {} ({:.2} %: {} lost, {} late)   longest stall {} frames",
+            total.frames,
+            total.played,
+            total.concealed,
+            100.0 * total.concealment_ratio,
+            total.lost,
+            total.late,
+            total.max_consecutive_concealed
+        )?;
     }
     Ok(())
 }

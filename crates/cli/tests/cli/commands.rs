@@ -382,3 +382,52 @@ fn recorded_frame_times_replace_the_frame_rate() {
             < plain["metrics"]["frames"].as_u64().unwrap()
     );
 }
+
+/// C21 through the command line: sent every 20 ms, received out of order with intervals 35,
+/// −5, 40, 5 ms; with a 60 ms buffer they play at 60, 80, 100, 120, 140 ms.
+#[test]
+fn c21_playout_through_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = import(dir.path(), &fixtures().join("contracts/c21_playout.csv"));
+    let timeline = dir.path().join("playout.csv");
+    let v = json(&[
+        OsStr::new("replay"),
+        trace.as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("fixed:delay=60ms"),
+        OsStr::new("--clock"),
+        OsStr::new("offset=0"),
+        OsStr::new("--playout"),
+        OsStr::new("--json"),
+        OsStr::new("--timeline"),
+        timeline.as_os_str(),
+    ]);
+    assert_eq!(v["metrics"]["frames"], 5);
+    assert_eq!(v["metrics"]["played"], 5);
+    let text = std::fs::read_to_string(&timeline).unwrap();
+    let times: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap())
+        .collect();
+    assert_eq!(times, ["60", "80", "100", "120", "140"]);
+    // A 10 ms buffer is too short: frame 1 plays at 30 ms but arrives at 35, late (C22).
+    let v = json(&[
+        OsStr::new("replay"),
+        trace.as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("fixed:delay=10ms"),
+        OsStr::new("--clock"),
+        OsStr::new("offset=0"),
+        OsStr::new("--playout"),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(v["metrics"]["late"], 1);
+    let adaptive = jitterlab()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--policy", "jitter", "--playout"])
+        .output()
+        .unwrap();
+    assert_eq!(adaptive.status.code(), Some(2));
+}

@@ -73,6 +73,7 @@ fn every_contract_fixture_is_tested() {
     let source = include_str!("contracts.rs");
     for entry in std::fs::read_dir(fixtures().join("contracts")).unwrap() {
         let path = entry.unwrap().path();
+        // (c21_playout.csv is checked by commands::c21_playout_through_the_cli.)
         if path.extension().is_some_and(|e| e == "json") {
             let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
             assert!(
