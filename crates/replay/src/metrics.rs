@@ -229,6 +229,8 @@ pub struct Metrics {
     pub scaled_frames: u64,
     /// Frames whose render target was earlier than the previous frame's (Mirror can do this).
     pub backward_steps: u64,
+    /// Sample age per frame: sender-clock now − send time of the newest sample received, ms.
+    pub sample_age_ms: Moments,
 }
 
 impl Metrics {
@@ -306,6 +308,7 @@ impl Metrics {
         self.timeline_freezes += other.timeline_freezes;
         self.scaled_frames += other.scaled_frames;
         self.backward_steps += other.backward_steps;
+        self.sample_age_ms.merge(&other.sample_age_ms);
         self.counters.refused += other.counters.refused;
         self.reference = match (self.reference, other.reference) {
             (Some(Reference::Hindsight), _) | (_, Some(Reference::Hindsight)) => {
@@ -362,6 +365,8 @@ impl Metrics {
             scaled_frames: self.scaled_frames,
             backward_steps: self.backward_steps,
             refused: c.refused,
+            mean_sample_age_ms: self.sample_age_ms.mean(),
+            max_sample_age_ms: self.sample_age_ms.max(),
         }
     }
 }
@@ -441,6 +446,10 @@ pub struct Summary {
     pub backward_steps: u64,
     /// Packets refused by a full buffer (Mirror).
     pub refused: u64,
+    /// Mean age of the newest sample received, ms (how fresh the freshest data is).
+    pub mean_sample_age_ms: Option<f64>,
+    /// Largest age of the newest sample received, ms.
+    pub max_sample_age_ms: Option<f64>,
 }
 
 #[cfg(test)]

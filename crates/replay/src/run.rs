@@ -613,6 +613,11 @@ fn run<const FRAMES: bool>(
         metrics.frame(pick.mode, pick.hold, startup);
         if !startup {
             metrics.timeline(applied.delay, applied.frozen, applied.scaled);
+            if let Some(newest) = engine.newest_send() {
+                metrics
+                    .sample_age_ms
+                    .add((at + offset - newest).as_millis_f64());
+            }
             metrics.depth(pick.depth);
             if let Some(d) = shown_delay {
                 metrics.delay_ms.add(d.as_millis_f64());

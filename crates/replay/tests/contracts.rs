@@ -231,3 +231,50 @@ fn frame_hitches_skip_time_reproducibly() {
         .is_err()
     );
 }
+
+/// C15: the buffer only smooths confirmed samples and never takes over prediction: with the
+/// default miss policy every shown value is a received sample or lies between two of them.
+#[test]
+fn c15_only_confirmed_samples_are_shown_by_default() {
+    let samples: Vec<Sample> = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| s(i, i * 50, i * 50 + 10, i as f64 * 3.0))
+        .collect();
+    let got = frames(
+        &samples,
+        "fixed:delay=60ms,max_gap=120ms",
+        &(0..40).map(|k| k * 15).collect::<Vec<_>>(),
+        0,
+    );
+    for (mode, _, v) in &got {
+        if let Some(&x) = v.first() {
+            assert!(*mode != Mode::Extrapolate);
+            assert!(
+                (0.0..=18.0).contains(&x),
+                "shown {x} beyond the confirmed samples"
+            );
+        }
+    }
+}
+
+/// C19: after a gap longer than max_gap the same rule decides: hold (no interpolation or
+/// extrapolation across it), and hand off to extrapolation only within its bounded horizon.
+#[test]
+fn c19_after_a_long_gap_max_gap_decides() {
+    // The 500 ms sample has arrived by the frame at 400 (local), so the gap is known.
+    let samples = [s(1, 0, 5, 0.0), s(2, 50, 55, 5.0), s(3, 500, 300, 50.0)];
+    // At target 300 the pair 50→500 is 450 ms apart: hold the 50 ms sample, value 5.
+    let held = frames(&samples, "fixed:delay=100ms,max_gap=120ms", &[400], 0);
+    assert_eq!((held[0].0, held[0].2[0]), (Mode::Hold, 5.0));
+    let extrapolating = frames(
+        &samples,
+        "fixed:delay=100ms,max_gap=120ms,miss=extrapolate:100ms",
+        &[400],
+        0,
+    );
+    assert_eq!(
+        (extrapolating[0].0, extrapolating[0].2[0]),
+        (Mode::Hold, 5.0),
+        "never across the gap"
+    );
+}
