@@ -9,7 +9,8 @@
 //! floor, which is what a jitter buffer must absorb. The online estimate also follows clock
 //! drift: per one-second window it keeps the upper envelope of `send − arrival` (delayed
 //! packets, spikes and the burst after a receiver pause only ever lower it), fits the drift as
-//! the Theil–Sen slope of the last minute of windows (robust to windows a spike spoiled), takes
+//! a Theil–Sen slope over the last minute of windows (the median of slopes between windows
+//! half a minute apart: robust to windows a spike spoiled, and cheap), takes
 //! the envelope's intercept for that slope, and slews the offset in use toward it by at most
 //! 0.5 % of elapsed time, so the displayed timeline never jumps (C3).
 
@@ -95,6 +96,8 @@ pub struct OnlineClock {
     fitted: bool,
     /// The offset in use and when it was last moved.
     applied: Option<(Nanos, Nanos)>,
+    /// Windows completed since the last fit.
+    since_fit: usize,
 }
 
 impl Default for OnlineClock {
@@ -110,8 +113,10 @@ impl OnlineClock {
     pub const KEEP: usize = 60;
     /// Largest drift believed (beyond it the slope is clamped): 1000 ppm.
     pub const MAX_DRIFT: f64 = 1e-3;
-    /// Largest slew of the offset in use, relative to elapsed time: 0.5 %.
-    pub const SLEW: f64 = 5e-3;
+    /// Largest slew of the offset in use, relative to elapsed time: 0.5 % (1/200).
+    pub const SLEW_DIVISOR: i64 = 200;
+    /// Windows between drift fits.
+    pub const REFIT_EVERY: usize = 10;
 
     /// An estimator that has seen nothing.
     pub fn new() -> Self {
@@ -123,6 +128,7 @@ impl OnlineClock {
             origin: None,
             fitted: false,
             applied: None,
+            since_fit: 0,
         }
     }
 
@@ -140,7 +146,16 @@ impl OnlineClock {
                     self.windows.pop_front();
                 }
                 self.current = Some((arrival, v));
-                self.refit(origin);
+                // Drift moves slowly: refit every few windows (always while warming up).
+                self.since_fit += 1;
+                if !self.fitted || self.since_fit >= Self::REFIT_EVERY {
+                    self.since_fit = 0;
+                    self.refit(origin);
+                } else {
+                    // Between fits, keep the envelope: no window may lie above the line.
+                    let t = (start + Self::WINDOW - origin).as_nanos() as f64;
+                    self.intercept = self.intercept.max(max.as_nanos() as f64 - self.slope * t);
+                }
             }
             None => {
                 self.current = Some((arrival, v));
@@ -164,15 +179,19 @@ impl OnlineClock {
             self.intercept = self.intercept.max(envelope);
             return;
         }
-        // Theil–Sen: the median of pairwise slopes.
-        let mut slopes = Vec::with_capacity(pts.len() * (pts.len() - 1) / 2);
-        for i in 0..pts.len() {
-            for j in i + 1..pts.len() {
-                let dt = pts[j].0 - pts[i].0;
-                if dt > 0.0 {
-                    slopes.push((pts[j].1 - pts[i].1) / dt);
-                }
-            }
+        // Theil–Sen restricted to pairs half the span apart: the median of n/2 slopes, each
+        // over a long baseline, robust to windows a spike spoiled and O(n) per refit (all
+        // pairs would be O(n² log n) once a second of trace).
+        let half = pts.len() / 2;
+        let mut slopes: Vec<f64> = (0..pts.len() - half)
+            .filter_map(|i| {
+                let (a, b) = (pts[i], pts[i + half]);
+                let dt = b.0 - a.0;
+                (dt > 0.0).then(|| (b.1 - a.1) / dt)
+            })
+            .collect();
+        if slopes.is_empty() {
+            return;
         }
         slopes.sort_by(f64::total_cmp);
         let slope = slopes[slopes.len() / 2].clamp(-Self::MAX_DRIFT, Self::MAX_DRIFT);
@@ -197,7 +216,7 @@ impl OnlineClock {
         let offset = match self.applied {
             None => estimate,
             Some((applied, last)) => {
-                let room = Nanos::from_secs_f64((at - last).as_secs_f64().max(0.0) * Self::SLEW);
+                let room = Nanos((at - last).as_nanos().max(0) / Self::SLEW_DIVISOR);
                 applied + (estimate - applied).max(-room).min(room)
             }
         };
