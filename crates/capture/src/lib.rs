@@ -30,6 +30,7 @@ pub mod netmodel;
 pub mod output;
 pub mod stats;
 pub mod synth;
+pub mod testdata;
 pub mod time;
 pub mod trace;
 

@@ -2,29 +2,9 @@
 //! into the project). Skipped, saying so, when `JITTERLAB_SHARED_DATA` is unset; failing when it
 //! is set but the directory is missing.
 
-use std::path::PathBuf;
-
 use jitterlab_capture::Nanos;
 use jitterlab_capture::netmodel::{Model, read_delay_series, read_mahimahi};
-
-fn shared_data() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("JITTERLAB_SHARED_DATA") else {
-        eprintln!("skipped: JITTERLAB_SHARED_DATA is not set (point it at shared/data)");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(dir);
-    }
-    assert!(
-        dir.is_dir(),
-        "JITTERLAB_SHARED_DATA={} is not a directory",
-        dir.display()
-    );
-    Some(dir)
-}
+use jitterlab_capture::testdata::shared_data;
 
 #[test]
 fn mahimahi_driving_trace_loads_and_its_outages_become_delay() {

@@ -88,6 +88,34 @@ pub struct Pick {
     pub depth: usize,
 }
 
+impl Pick {
+    /// Nothing to show.
+    pub fn empty(depth: usize) -> Self {
+        Self {
+            mode: Mode::Empty,
+            hold: None,
+            from: None,
+            to: None,
+            alpha: 0.0,
+            shown: None,
+            depth,
+        }
+    }
+
+    /// Holding sample `idx`, sent at `send`, for `reason`.
+    pub fn held(idx: u32, send: Nanos, reason: HoldReason, depth: usize) -> Self {
+        Self {
+            mode: Mode::Hold,
+            hold: Some(reason),
+            from: Some(idx),
+            to: None,
+            alpha: 0.0,
+            shown: Some(send),
+            depth,
+        }
+    }
+}
+
 /// Counters a production buffer keeps (C12), one per [`Push`] outcome.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -324,15 +352,7 @@ impl SnapshotBuffer {
         let items = self.items.slice();
         let n = items.len();
         if n == 0 {
-            return Pick {
-                mode: Mode::Empty,
-                hold: None,
-                from: None,
-                to: None,
-                alpha: 0.0,
-                shown: None,
-                depth: 0,
-            };
+            return Pick::empty(0);
         }
         // Pruning keeps at most the left bracket behind the target, so scan from the front.
         let mut right = 0;
@@ -340,15 +360,7 @@ impl SnapshotBuffer {
             right += 1;
         }
         let depth = n - right;
-        let hold = |h: Held, reason| Pick {
-            mode: Mode::Hold,
-            hold: Some(reason),
-            from: Some(h.idx),
-            to: None,
-            alpha: 0.0,
-            shown: Some(h.send),
-            depth,
-        };
+        let hold = |h: Held, reason| Pick::held(h.idx, h.send, reason, depth);
         if right == n
             && let MissPolicy::Extrapolate(horizon) = self.config.miss
             && n >= 2

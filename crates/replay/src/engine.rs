@@ -133,15 +133,7 @@ impl Engine {
                 };
                 let depth = e.interp.pending_after(render);
                 let pick = match e.interp.update(server, render) {
-                    None => Pick {
-                        mode: Mode::Empty,
-                        hold: None,
-                        from: None,
-                        to: None,
-                        alpha: 0.0,
-                        shown: None,
-                        depth,
-                    },
+                    None => Pick::empty(depth),
                     Some((a, b, t)) if a.idx == b.idx || t >= 1.0 || t <= 0.0 => {
                         // Nothing to interpolate: the target reached (underrun) or not yet begun.
                         let (held, reason) = if t <= 0.0 && render < a.sent {
@@ -149,15 +141,7 @@ impl Engine {
                         } else {
                             (b, HoldReason::AfterNewest)
                         };
-                        Pick {
-                            mode: Mode::Hold,
-                            hold: Some(reason),
-                            from: Some(held.idx),
-                            to: None,
-                            alpha: 0.0,
-                            shown: Some(Nanos::from_secs_f64(held.sent)),
-                            depth,
-                        }
+                        Pick::held(held.idx, Nanos::from_secs_f64(held.sent), reason, depth)
                     }
                     Some((a, b, t)) => Pick {
                         mode: Mode::Interpolate,
@@ -189,28 +173,17 @@ impl Engine {
                     .filter(|s| s.remote >= e.mirror.timeline)
                     .count();
                 let pick = match step {
-                    None => Pick {
-                        mode: Mode::Empty,
-                        hold: None,
-                        from: None,
-                        to: None,
-                        alpha: 0.0,
-                        shown: None,
-                        depth,
-                    },
-                    Some((a, b, t)) if a.idx == b.idx => Pick {
-                        mode: Mode::Hold,
-                        hold: Some(if e.mirror.timeline < a.remote {
+                    None => Pick::empty(depth),
+                    Some((a, b, _)) if a.idx == b.idx => Pick::held(
+                        a.idx,
+                        Nanos::from_secs_f64(a.remote),
+                        if e.mirror.timeline < a.remote {
                             HoldReason::BeforeOldest
                         } else {
                             HoldReason::AfterNewest
-                        }),
-                        from: Some(a.idx),
-                        to: None,
-                        alpha: t,
-                        shown: Some(Nanos::from_secs_f64(a.remote)),
+                        },
                         depth,
-                    },
+                    ),
                     Some((a, b, t)) => Pick {
                         mode: Mode::Interpolate,
                         hold: None,

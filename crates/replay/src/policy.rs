@@ -532,6 +532,26 @@ impl Key<'_> {
         Ok(Apply::Stretch { max_rate: rate })
     }
 
+    /// Applies a key shared by the adaptive policies (`interval`, `min`, `max`, `apply`) or a
+    /// buffer key; `Ok(false)` when the key is neither.
+    fn adaptive(
+        &self,
+        interval: &mut Option<Nanos>,
+        min: &mut Option<Nanos>,
+        max: &mut Nanos,
+        apply: &mut Apply,
+        buffer: &mut BufferConfig,
+    ) -> Result<bool, Error> {
+        match self.key {
+            "interval" => *interval = self.auto_duration(Nanos(1))?,
+            "min" => *min = self.auto_duration(Nanos::ZERO)?,
+            "max" => *max = self.duration(Nanos::ZERO)?,
+            "apply" => *apply = self.apply()?,
+            _ => return self.buffer(buffer),
+        }
+        Ok(true)
+    }
+
     /// Applies a shared buffer key; `Ok(false)` when the key is not one.
     fn buffer(&self, b: &mut BufferConfig) -> Result<bool, Error> {
         match self.key {
@@ -628,23 +648,13 @@ impl FromStr for Policy {
                         c.k = k.number(|x| (0.0..=100.0).contains(&x), "0 to 100")?;
                         true
                     }
-                    "interval" => {
-                        c.interval = k.auto_duration(Nanos(1))?;
-                        true
-                    }
-                    "min" => {
-                        c.min = k.auto_duration(Nanos::ZERO)?;
-                        true
-                    }
-                    "max" => {
-                        c.max = k.duration(Nanos::ZERO)?;
-                        true
-                    }
-                    "apply" => {
-                        c.apply = k.apply()?;
-                        true
-                    }
-                    _ => k.buffer(&mut c.buffer)?,
+                    _ => k.adaptive(
+                        &mut c.interval,
+                        &mut c.min,
+                        &mut c.max,
+                        &mut c.apply,
+                        &mut c.buffer,
+                    )?,
                 },
                 Self::Quantile(c) => match key {
                     "q" => {
@@ -659,23 +669,13 @@ impl FromStr for Policy {
                         c.every = k.duration(Nanos(1))?;
                         true
                     }
-                    "interval" => {
-                        c.interval = k.auto_duration(Nanos(1))?;
-                        true
-                    }
-                    "min" => {
-                        c.min = k.auto_duration(Nanos::ZERO)?;
-                        true
-                    }
-                    "max" => {
-                        c.max = k.duration(Nanos::ZERO)?;
-                        true
-                    }
-                    "apply" => {
-                        c.apply = k.apply()?;
-                        true
-                    }
-                    _ => k.buffer(&mut c.buffer)?,
+                    _ => k.adaptive(
+                        &mut c.interval,
+                        &mut c.min,
+                        &mut c.max,
+                        &mut c.apply,
+                        &mut c.buffer,
+                    )?,
                 },
                 Self::Source(c) => match key {
                     "cl_interp" => {

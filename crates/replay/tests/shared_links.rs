@@ -2,31 +2,11 @@
 //! `../shared/data/traces/mahimahi`; never copied into the project). Skipped, saying so, when
 //! `JITTERLAB_SHARED_DATA` is unset; failing when it is set but missing.
 
-use std::path::PathBuf;
-
 use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
 use jitterlab_capture::synth::{Config, Motion, generate};
+use jitterlab_capture::testdata::shared_data;
 use jitterlab_capture::{Nanos, RecordKind, Sample};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, Stream, replay_stream};
-
-fn shared_data() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("JITTERLAB_SHARED_DATA") else {
-        eprintln!("skipped: JITTERLAB_SHARED_DATA is not set (point it at shared/data)");
-        return None;
-    };
-    let mut dir = PathBuf::from(dir);
-    if dir.is_relative() {
-        dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(dir);
-    }
-    assert!(
-        dir.is_dir(),
-        "JITTERLAB_SHARED_DATA={} is not a directory",
-        dir.display()
-    );
-    Some(dir)
-}
 
 /// 20 Hz snapshots for 5 minutes through a recorded link, decoded into (received, truth).
 fn link_trace(path: &std::path::Path) -> (Vec<Sample>, Vec<Sample>) {
