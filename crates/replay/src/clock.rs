@@ -212,7 +212,8 @@ impl OnlineClock {
             return Nanos::ZERO;
         };
         let t = (at - origin).as_nanos() as f64;
-        let estimate = Nanos((self.intercept + self.slope * t).round() as i64);
+        // Truncation, not `round`: a libm call on baseline x86-64, and sub-ns is noise here.
+        let estimate = Nanos((self.intercept + self.slope * t) as i64);
         let offset = match self.applied {
             None => estimate,
             Some((applied, last)) => {

@@ -71,7 +71,8 @@ impl Engine {
     pub(crate) fn push(&mut self, samples: &[Sample], idx: u32, at: Nanos) {
         match self {
             Self::Snapshot(e) => {
-                if e.buffer.push(samples, idx) != Push::Duplicate {
+                // A fixed delay has no controller to feed.
+                if e.buffer.push(samples, idx) != Push::Duplicate && e.fixed_delay.is_none() {
                     e.controller.on_arrival(&samples[idx as usize]);
                 }
             }
