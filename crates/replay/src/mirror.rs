@@ -13,8 +13,6 @@
 //! Unlike jitterlab's own policies, Mirror's timeline can step backwards (the clamp pulls it
 //! toward a late snapshot's time): replays count those steps instead of hiding them.
 
-use crate::Error;
-
 /// Mirror's `ExponentialMovingAverage`: `alpha = 2/(n+1)`; the first value sets the average.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Ema {
@@ -128,28 +126,6 @@ impl MirrorConfig {
     /// `1 / send_rate`, seconds.
     pub fn send_interval(&self) -> f64 {
         1.0 / self.send_rate
-    }
-
-    /// Checks ranges.
-    ///
-    /// # Errors
-    /// A send rate that is not positive, a buffer limit of 0, negative speeds.
-    pub fn validate(&self) -> Result<(), Error> {
-        let bad = |key: &str, reason: &str| Error::Policy {
-            policy: "mirror".into(),
-            key: key.into(),
-            reason: reason.into(),
-        };
-        if !(self.send_rate > 0.0 && self.send_rate <= 10_000.0) {
-            return Err(bad("send_rate", "out of range (allowed: >0 to 10000 Hz)"));
-        }
-        if self.buffer_limit == 0 {
-            return Err(bad("buffer_limit", "out of range (allowed: ≥ 1)"));
-        }
-        if !(0.0..1.0).contains(&self.catchup_speed) || !(0.0..1.0).contains(&self.slowdown_speed) {
-            return Err(bad("catchup_speed", "speeds must be in [0, 1)"));
-        }
-        Ok(())
     }
 }
 

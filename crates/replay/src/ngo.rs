@@ -12,8 +12,6 @@
 
 use std::collections::VecDeque;
 
-use crate::Error;
-
 /// The NGO preset's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NgoConfig {
@@ -37,21 +35,6 @@ impl NgoConfig {
     /// Render delay: `ticks_ago / tick_rate` seconds.
     pub fn delay_secs(&self) -> f64 {
         self.ticks_ago / self.tick_rate
-    }
-
-    /// Checks ranges.
-    ///
-    /// # Errors
-    /// A tick rate that is not positive or a negative tick count.
-    pub fn validate(&self) -> Result<(), Error> {
-        if !(self.tick_rate > 0.0 && self.tick_rate <= 10_000.0) || self.ticks_ago < 0.0 {
-            return Err(Error::Policy {
-                policy: "ngo".into(),
-                key: "tick_rate".into(),
-                reason: "tick_rate must be >0 to 10000 and ticks_ago ≥ 0".into(),
-            });
-        }
-        Ok(())
     }
 }
 
