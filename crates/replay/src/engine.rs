@@ -68,13 +68,17 @@ impl Engine {
     }
 
     /// Offers sample `idx`, processed in the frame at local time `at`.
-    pub(crate) fn push(&mut self, samples: &[Sample], idx: u32, at: Nanos) {
+    /// Offers sample `idx`, processed in the frame at local time `at`; returns whether it was a
+    /// duplicate.
+    pub(crate) fn push(&mut self, samples: &[Sample], idx: u32, at: Nanos) -> bool {
         match self {
             Self::Snapshot(e) => {
+                let duplicate = e.buffer.push(samples, idx) == Push::Duplicate;
                 // A fixed delay has no controller to feed.
-                if e.buffer.push(samples, idx) != Push::Duplicate && e.fixed_delay.is_none() {
+                if !duplicate && e.fixed_delay.is_none() {
                     e.controller.on_arrival(&samples[idx as usize]);
                 }
+                duplicate
             }
             Self::Ngo(e) => {
                 let item = crate::ngo::Item {
@@ -85,6 +89,7 @@ impl Engine {
                     crate::ngo::Added::Queued => e.counters.inserted += 1,
                     crate::ngo::Added::Dropped => e.counters.late += 1,
                 }
+                false
             }
             Self::Mirror(e) => {
                 // Mirror stamps a snapshot with the start of the frame that processes it.
@@ -95,11 +100,13 @@ impl Engine {
                     idx,
                 };
                 let c = &mut e.counters;
-                match e.mirror.on_snapshot(snap) {
+                let inserted = e.mirror.on_snapshot(snap);
+                match inserted {
                     Inserted::Yes => c.inserted += 1,
                     Inserted::Overwrote => c.duplicates += 1,
                     Inserted::Refused => c.refused += 1,
                 }
+                inserted == Inserted::Overwrote
             }
         }
     }

@@ -162,6 +162,11 @@ impl Moments {
         (self.count > 0).then(|| self.sum / self.count as f64)
     }
 
+    /// How many values.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
     /// The minimum, or `None` when empty.
     pub fn min(&self) -> Option<f64> {
         (self.count > 0).then_some(self.min)
@@ -231,6 +236,9 @@ pub struct Metrics {
     pub backward_steps: u64,
     /// Sample age per frame: sender-clock now − send time of the newest sample received, ms.
     pub sample_age_ms: Moments,
+    /// Correction distances: per sample that arrived for a moment already displayed, the
+    /// distance between what was shown then and the sample.
+    pub correction: Moments,
 }
 
 impl Metrics {
@@ -309,6 +317,7 @@ impl Metrics {
         self.scaled_frames += other.scaled_frames;
         self.backward_steps += other.backward_steps;
         self.sample_age_ms.merge(&other.sample_age_ms);
+        self.correction.merge(&other.correction);
         self.counters.refused += other.counters.refused;
         self.reference = match (self.reference, other.reference) {
             (Some(Reference::Hindsight), _) | (_, Some(Reference::Hindsight)) => {
@@ -367,6 +376,9 @@ impl Metrics {
             refused: c.refused,
             mean_sample_age_ms: self.sample_age_ms.mean(),
             max_sample_age_ms: self.sample_age_ms.max(),
+            corrections: self.correction.count(),
+            mean_correction: self.correction.mean(),
+            max_correction: self.correction.max(),
         }
     }
 }
@@ -450,6 +462,12 @@ pub struct Summary {
     pub mean_sample_age_ms: Option<f64>,
     /// Largest age of the newest sample received, ms.
     pub max_sample_age_ms: Option<f64>,
+    /// Samples that arrived for a moment already displayed.
+    pub corrections: u64,
+    /// Mean distance by which they corrected what had been shown.
+    pub mean_correction: Option<f64>,
+    /// Largest such correction.
+    pub max_correction: Option<f64>,
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Decoded, Sample};
+use std::collections::VecDeque;
 
 use crate::Error;
 use crate::buffer::{HoldReason, Mode};
@@ -357,6 +358,37 @@ impl ReferenceTrack {
     }
 }
 
+/// How many recent frames are remembered for correction distances (~8 s at 60 fps).
+const RECENT_FRAMES: usize = 512;
+
+/// The distance between what the last frame at or before sample `idx`'s send time showed and
+/// the sample itself, over the error channels: how far a late sample corrects the display.
+fn correction(
+    samples: &[Sample],
+    recent: &VecDeque<(Nanos, Option<u32>, Option<u32>, f64)>,
+    channels: &[usize],
+    idx: u32,
+) -> Option<f64> {
+    let s = &samples[idx as usize];
+    let &(_, from, to, alpha) = recent.iter().rev().find(|f| f.0 <= s.send)?;
+    let a = &samples[from? as usize].values;
+    let b = to.map(|to| &samples[to as usize].values);
+    let mut sq = 0.0;
+    let mut any = false;
+    for &ch in channels {
+        let (Some(&x), Some(&truth)) = (a.get(ch), s.values.get(ch)) else {
+            continue;
+        };
+        let shown = match b.and_then(|b| b.get(ch)) {
+            Some(&y) => x + (y - x) * alpha,
+            None => x,
+        };
+        sq += (shown - truth) * (shown - truth);
+        any = true;
+    }
+    any.then(|| sq.sqrt())
+}
+
 /// A stream with what every replay of it needs computed once: its arrival order, the
 /// minimum-transit clock offset and the error reference. Sweeps prepare a stream once and
 /// replay it through many policies.
@@ -522,6 +554,7 @@ fn run<const FRAMES: bool>(
     };
 
     let mut next = 0usize;
+    let mut recent: VecDeque<(Nanos, Option<u32>, Option<u32>, f64)> = VecDeque::new();
     let mut prev_target: Option<Nanos> = None;
     let mut started = false;
     let mut value = Vec::new();
@@ -532,8 +565,16 @@ fn run<const FRAMES: bool>(
                 let s = &samples[idx as usize];
                 online.observe(s.send, s.arrival);
             }
-            engine.push(samples, idx, at);
+            let duplicate = engine.push(samples, idx, at);
             metrics.packets += 1;
+            // A sample for a moment already displayed: how far off was what was shown then?
+            if !duplicate
+                && let Some(last) = prev_target
+                && samples[idx as usize].send < last
+                && let Some(d) = correction(samples, &recent, &reference.channels, idx)
+            {
+                metrics.correction.add(d);
+            }
             next += 1;
         }
         let offset = match constant {
@@ -542,6 +583,12 @@ fn run<const FRAMES: bool>(
         };
         let (applied, pick) = engine.frame(at, at + offset);
         let target = applied.target;
+        if !reference.channels.is_empty() {
+            if recent.len() == RECENT_FRAMES {
+                recent.pop_front();
+            }
+            recent.push_back((target, pick.from, pick.to, pick.alpha));
+        }
         if prev_target.is_some_and(|p| target < p) {
             metrics.backward_steps += 1;
         }

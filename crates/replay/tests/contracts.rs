@@ -278,3 +278,48 @@ fn c19_after_a_long_gap_max_gap_decides() {
         "never across the gap"
     );
 }
+
+/// Correction distance: a sample arriving for a moment already displayed corrects what was
+/// shown then; the metric is the distance between the two.
+#[test]
+fn correction_distance_of_a_late_sample() {
+    // Sample 3 (sent at 100 ms, value 30) arrives at 260 ms, after target 100 was displayed as
+    // the interpolation 5 → 15 at one half: 10. It corrects that by 20.
+    let samples = [
+        s(1, 0, 5, 0.0),
+        s(2, 50, 55, 5.0),
+        s(4, 150, 155, 15.0),
+        s(3, 100, 260, 30.0),
+    ];
+    let policy: Policy = "fixed:delay=100ms,max_gap=120ms".parse().unwrap();
+    let at = FrameClock::At(
+        [200, 225, 250, 275]
+            .iter()
+            .map(|&t| Nanos::from_millis(t))
+            .collect(),
+    );
+    let m = replay_stream(
+        &Stream::new(&samples),
+        &policy,
+        &at,
+        ClockMapping::Fixed(Nanos::ZERO),
+        |_| {},
+    )
+    .unwrap()
+    .summary();
+    assert_eq!(m.corrections, 1);
+    assert!((m.mean_correction.unwrap() - 20.0).abs() < 1e-9, "{m:?}");
+    // In time, the same sample corrects nothing.
+    let mut on_time = samples;
+    on_time[3].arrival = Nanos::from_millis(60);
+    let m = replay_stream(
+        &Stream::new(&on_time),
+        &policy,
+        &at,
+        ClockMapping::Fixed(Nanos::ZERO),
+        |_| {},
+    )
+    .unwrap()
+    .summary();
+    assert_eq!(m.corrections, 0);
+}
