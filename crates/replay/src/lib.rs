@@ -26,7 +26,7 @@
 //! # Ok::<(), jitterlab_replay::Error>(())
 //! ```
 
-mod adapt;
+pub(crate) mod adapt;
 pub mod buffer;
 pub mod clock;
 mod engine;

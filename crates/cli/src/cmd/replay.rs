@@ -281,12 +281,16 @@ fn run_playout(
     clock: ClockMapping,
     decoded: &jitterlab_capture::Decoded,
 ) -> Result<()> {
-    use jitterlab_replay::playout::{PlayoutEvent, PlayoutSummary, playout_fixed, summarize};
+    use jitterlab_replay::playout::{
+        PlayoutEvent, PlayoutSummary, playout_adaptive, playout_fixed, summarize,
+    };
     let delay = match policy {
-        Policy::Fixed(c) => c.delay,
-        Policy::Source(c) => c.lerp(),
+        Policy::Fixed(c) => Some(c.delay),
+        Policy::Source(c) => Some(c.lerp()),
+        Policy::Jitter(_) | Policy::Quantile(_) | Policy::NetEq(_) => None,
         other => bail!(
-            "--playout supports fixed delays (fixed, source) for now, not '{}'",
+            "--playout plays discrete frames with fixed or adaptive delays (fixed, source, jitter, \
+             quantile, neteq); '{}' interpolates snapshots",
             other.name()
         ),
     };
@@ -311,7 +315,12 @@ fn run_playout(
             );
         }
         let samples: Vec<_> = decoded.stream_samples(info.id).cloned().collect();
-        let events = playout_fixed(&samples, delay, clock.offset(&samples));
+        let offset = clock.offset(&samples);
+        let events = match delay {
+            Some(d) => playout_fixed(&samples, d, offset),
+            // NetEq's 10 ms tick.
+            None => playout_adaptive(&samples, policy, offset, Nanos::from_millis(10)),
+        };
         if let Some(f) = timeline.as_mut() {
             for e in &events {
                 let (seq, at, what) = match *e {
