@@ -3,7 +3,6 @@
 
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Decoded, Sample};
-use std::collections::VecDeque;
 
 use crate::Error;
 use crate::buffer::{HoldReason, Mode};
@@ -358,21 +357,60 @@ impl ReferenceTrack {
     }
 }
 
-/// How many recent frames are remembered for correction distances (~8 s at 60 fps).
-const RECENT_FRAMES: usize = 512;
+/// What one recent frame showed: enough to recompute its value for a correction distance.
+#[derive(Clone, Copy, Debug, Default)]
+struct Shown {
+    target: Nanos,
+    /// `u32::MAX` for none.
+    from: u32,
+    /// `u32::MAX` for none.
+    to: u32,
+    alpha: f64,
+}
+
+/// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
+/// enough for the replay loop, read only when a sample arrives late.
+struct Recent {
+    frames: Box<[Shown; Recent::LEN]>,
+    written: usize,
+}
+
+impl Recent {
+    const LEN: usize = 512;
+
+    fn new() -> Self {
+        Self {
+            frames: Box::new([Shown::default(); Self::LEN]),
+            written: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, f: Shown) {
+        self.frames[self.written % Self::LEN] = f;
+        self.written += 1;
+    }
+
+    /// The newest frame whose target is at or before `t`.
+    fn at_or_before(&self, t: Nanos) -> Option<Shown> {
+        let n = self.written.min(Self::LEN);
+        (1..=n)
+            .map(|k| self.frames[(self.written - k) % Self::LEN])
+            .find(|f| f.target <= t)
+    }
+}
 
 /// The distance between what the last frame at or before sample `idx`'s send time showed and
 /// the sample itself, over the error channels: how far a late sample corrects the display.
-fn correction(
-    samples: &[Sample],
-    recent: &VecDeque<(Nanos, Option<u32>, Option<u32>, f64)>,
-    channels: &[usize],
-    idx: u32,
-) -> Option<f64> {
+fn correction(samples: &[Sample], recent: &Recent, channels: &[usize], idx: u32) -> Option<f64> {
     let s = &samples[idx as usize];
-    let &(_, from, to, alpha) = recent.iter().rev().find(|f| f.0 <= s.send)?;
-    let a = &samples[from? as usize].values;
-    let b = to.map(|to| &samples[to as usize].values);
+    let f = recent.at_or_before(s.send)?;
+    let (from, to, alpha) = (f.from, f.to, f.alpha);
+    if from == u32::MAX {
+        return None;
+    }
+    let a = &samples[from as usize].values;
+    let b = (to != u32::MAX).then(|| &samples[to as usize].values);
     let mut sq = 0.0;
     let mut any = false;
     for &ch in channels {
@@ -554,7 +592,7 @@ fn run<const FRAMES: bool>(
     };
 
     let mut next = 0usize;
-    let mut recent: VecDeque<(Nanos, Option<u32>, Option<u32>, f64)> = VecDeque::new();
+    let mut recent = Recent::new();
     let mut prev_target: Option<Nanos> = None;
     let mut started = false;
     let mut value = Vec::new();
@@ -584,10 +622,12 @@ fn run<const FRAMES: bool>(
         let (applied, pick) = engine.frame(at, at + offset);
         let target = applied.target;
         if !reference.channels.is_empty() {
-            if recent.len() == RECENT_FRAMES {
-                recent.pop_front();
-            }
-            recent.push_back((target, pick.from, pick.to, pick.alpha));
+            recent.push(Shown {
+                target,
+                from: pick.from.unwrap_or(u32::MAX),
+                to: pick.to.unwrap_or(u32::MAX),
+                alpha: pick.alpha,
+            });
         }
         if prev_target.is_some_and(|p| target < p) {
             metrics.backward_steps += 1;
