@@ -371,31 +371,32 @@ struct Shown {
 /// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
 /// enough for the replay loop, read only when a sample arrives late.
 struct Recent {
-    frames: Box<[Shown; Recent::LEN]>,
+    frames: Box<[Shown; RECENT_LEN]>,
     written: usize,
 }
 
-impl Recent {
-    const LEN: usize = 512;
+/// Frames kept for correction distances.
+const RECENT_LEN: usize = 512;
 
+impl Recent {
     fn new() -> Self {
         Self {
-            frames: Box::new([Shown::default(); Self::LEN]),
+            frames: Box::new([Shown::default(); RECENT_LEN]),
             written: 0,
         }
     }
 
     #[inline]
     fn push(&mut self, f: Shown) {
-        self.frames[self.written % Self::LEN] = f;
+        self.frames[self.written % RECENT_LEN] = f;
         self.written += 1;
     }
 
     /// The newest frame whose target is at or before `t`.
     fn at_or_before(&self, t: Nanos) -> Option<Shown> {
-        let n = self.written.min(Self::LEN);
+        let n = self.written.min(RECENT_LEN);
         (1..=n)
-            .map(|k| self.frames[(self.written - k) % Self::LEN])
+            .map(|k| self.frames[(self.written - k) % RECENT_LEN])
             .find(|f| f.target <= t)
     }
 }
