@@ -68,6 +68,17 @@ pub enum HoldReason {
     BeforeOldest,
 }
 
+impl HoldReason {
+    /// The name used in CSV output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Gap => "gap",
+            Self::AfterNewest => "after_newest",
+            Self::BeforeOldest => "before_oldest",
+        }
+    }
+}
+
 /// The buffer's choice for one target time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pick {
@@ -98,6 +109,19 @@ impl Pick {
             to: None,
             alpha: 0.0,
             shown: None,
+            depth,
+        }
+    }
+
+    /// Interpolating from sample `from` to `to` at factor `alpha`, showing sender time `shown`.
+    pub fn between(from: u32, to: u32, alpha: f64, shown: Nanos, depth: usize) -> Self {
+        Self {
+            mode: Mode::Interpolate,
+            hold: None,
+            from: Some(from),
+            to: Some(to),
+            alpha,
+            shown: Some(shown),
             depth,
         }
     }
@@ -291,12 +315,6 @@ impl SnapshotBuffer {
         self.items.slice().last().map(|h| h.send)
     }
 
-    /// How many held samples are at or after `target`: what is buffered ahead of playout.
-    pub fn depth_after(&self, target: Nanos) -> usize {
-        let items = self.items.slice();
-        items.len() - items.partition_point(|h| h.send < target)
-    }
-
     /// The counters so far.
     pub fn counters(&self) -> Counters {
         self.counters
@@ -410,15 +428,7 @@ impl SnapshotBuffer {
             return hold(a, HoldReason::Gap);
         }
         let alpha = (target - a.send).as_nanos() as f64 / (b.send - a.send).as_nanos() as f64;
-        Pick {
-            mode: Mode::Interpolate,
-            hold: None,
-            from: Some(a.idx),
-            to: Some(b.idx),
-            alpha,
-            shown: Some(target),
-            depth,
-        }
+        Pick::between(a.idx, b.idx, alpha, target, depth)
     }
 
     fn prune_before(&mut self, keep_from: usize) {

@@ -35,8 +35,9 @@ pub enum ClockMapping {
 }
 
 impl ClockMapping {
-    /// The offset to use for `samples` (one stream's received samples).
-    /// (For `Estimated`, the online estimator's starting point is the same hindsight value.)
+    /// A constant offset for `samples` (one stream's received samples): the given one, or the
+    /// hindsight minimum transit for both `Hindsight` and `Estimated`. Snapshot replays use the
+    /// online estimator for `Estimated` instead; fixed-delay playout uses this constant.
     pub fn offset(&self, samples: &[Sample]) -> Nanos {
         match *self {
             Self::Fixed(offset) => offset,

@@ -5,7 +5,7 @@
 use jitterlab_capture::{Nanos, Sample};
 
 use crate::adapt::{Applied, Applier, Controller};
-use crate::buffer::{Counters, HoldReason, Mode, Pick, Push, SnapshotBuffer};
+use crate::buffer::{Counters, HoldReason, Pick, Push, SnapshotBuffer};
 use crate::mirror::{Inserted, Mirror, Snap};
 use crate::policy::Policy;
 
@@ -151,15 +151,13 @@ impl Engine {
                         };
                         Pick::held(held.idx, Nanos::from_secs_f64(held.sent), reason, depth)
                     }
-                    Some((a, b, t)) => Pick {
-                        mode: Mode::Interpolate,
-                        hold: None,
-                        from: Some(a.idx),
-                        to: Some(b.idx),
-                        alpha: t,
-                        shown: Some(Nanos::from_secs_f64(a.sent + (b.sent - a.sent) * t)),
+                    Some((a, b, t)) => Pick::between(
+                        a.idx,
+                        b.idx,
+                        t,
+                        Nanos::from_secs_f64(a.sent + (b.sent - a.sent) * t),
                         depth,
-                    },
+                    ),
                 };
                 (applied, pick)
             }
@@ -192,19 +190,15 @@ impl Engine {
                         },
                         depth,
                     ),
-                    Some((a, b, t)) => Pick {
-                        mode: Mode::Interpolate,
-                        hold: None,
-                        from: Some(a.idx),
-                        to: Some(b.idx),
-                        alpha: t,
-                        shown: Some(
-                            target
-                                .max(Nanos::from_secs_f64(a.remote))
-                                .min(Nanos::from_secs_f64(b.remote)),
-                        ),
+                    Some((a, b, t)) => Pick::between(
+                        a.idx,
+                        b.idx,
+                        t,
+                        target
+                            .max(Nanos::from_secs_f64(a.remote))
+                            .min(Nanos::from_secs_f64(b.remote)),
                         depth,
-                    },
+                    ),
                 };
                 (applied, pick)
             }

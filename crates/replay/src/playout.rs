@@ -34,52 +34,40 @@ pub enum PlayoutEvent {
 /// sender time (`sender = local + offset`). Missing frames' send times are interpolated from
 /// their neighbours by sequence number. Duplicates play once.
 pub fn playout_fixed(samples: &[Sample], delay: Nanos, offset: Nanos) -> Vec<PlayoutEvent> {
-    let mut first_arrival: HashMap<i64, &Sample> = HashMap::new();
+    let arrivals = first_arrivals(samples);
+    frame_slots(samples)
+        .into_iter()
+        .map(|(seq, send)| due(seq, send - offset + delay, arrivals.get(&seq).copied()))
+        .collect()
+}
+
+/// Each sequence number's earliest arrival.
+fn first_arrivals(samples: &[Sample]) -> HashMap<i64, Nanos> {
+    let mut m: HashMap<i64, Nanos> = HashMap::new();
     for s in samples {
-        first_arrival
-            .entry(s.seq)
-            .and_modify(|held| {
-                if s.arrival < held.arrival {
-                    *held = s;
-                }
-            })
-            .or_insert(s);
+        m.entry(s.seq)
+            .and_modify(|a| *a = (*a).min(s.arrival))
+            .or_insert(s.arrival);
     }
-    let mut known: Vec<(i64, Nanos)> = first_arrival.values().map(|s| (s.seq, s.send)).collect();
-    known.sort_unstable();
-    let (Some(&(lo, _)), Some(&(hi, _))) = (known.first(), known.last()) else {
-        return Vec::new();
-    };
-    let mut events = Vec::with_capacity((hi - lo + 1) as usize);
-    let mut k = 0;
-    for seq in lo..=hi {
-        while k + 1 < known.len() && known[k + 1].0 <= seq {
-            k += 1;
-        }
-        let send = match first_arrival.get(&seq) {
-            Some(s) => s.send,
-            None => {
-                let (sa, ta) = known[k];
-                let (sb, tb) = known[k + 1];
-                ta + Nanos((tb - ta).as_nanos() * (seq - sa) / (sb - sa))
-            }
-        };
-        let at = send - offset + delay;
-        match first_arrival.get(&seq) {
-            Some(s) if s.arrival <= at => events.push(PlayoutEvent::Played { seq, at }),
-            Some(_) => events.push(PlayoutEvent::Concealed {
-                seq,
-                at,
-                arrived_late: true,
-            }),
-            None => events.push(PlayoutEvent::Concealed {
-                seq,
-                at,
-                arrived_late: false,
-            }),
-        }
+    m
+}
+
+/// What happens to frame `seq` due at local time `at`: played if it arrived by then,
+/// concealed otherwise (late if it arrived after, C22).
+fn due(seq: i64, at: Nanos, arrival: Option<Nanos>) -> PlayoutEvent {
+    match arrival {
+        Some(a) if a <= at => PlayoutEvent::Played { seq, at },
+        Some(_) => PlayoutEvent::Concealed {
+            seq,
+            at,
+            arrived_late: true,
+        },
+        None => PlayoutEvent::Concealed {
+            seq,
+            at,
+            arrived_late: false,
+        },
     }
-    events
 }
 
 #[cfg(test)]
@@ -166,21 +154,13 @@ pub fn playout_adaptive(
     tick: Nanos,
 ) -> Vec<PlayoutEvent> {
     use crate::policy::Apply;
-    let slots = slots(samples);
+    let slots = frame_slots(samples);
     let Some(&(_, first_send)) = slots.first() else {
         return Vec::new();
     };
     let mut by_arrival: Vec<&Sample> = samples.iter().collect();
     by_arrival.sort_by_key(|s| s.arrival);
-    let arrival_of: HashMap<i64, Nanos> = {
-        let mut m: HashMap<i64, Nanos> = HashMap::new();
-        for s in samples {
-            m.entry(s.seq)
-                .and_modify(|a| *a = (*a).min(s.arrival))
-                .or_insert(s.arrival);
-        }
-        m
-    };
+    let arrival_of = first_arrivals(samples);
     let apply = match policy {
         crate::Policy::Jitter(c) => c.apply,
         crate::Policy::Quantile(c) => c.apply,
@@ -221,19 +201,7 @@ pub fn playout_adaptive(
         position += step.max(Nanos::ZERO);
         while next < slots.len() && slots[next].1 <= position {
             let (seq, _) = slots[next];
-            events.push(match arrival_of.get(&seq) {
-                Some(&a) if a <= t => PlayoutEvent::Played { seq, at: t },
-                Some(_) => PlayoutEvent::Concealed {
-                    seq,
-                    at: t,
-                    arrived_late: true,
-                },
-                None => PlayoutEvent::Concealed {
-                    seq,
-                    at: t,
-                    arrived_late: false,
-                },
-            });
+            events.push(due(seq, t, arrival_of.get(&seq).copied()));
             next += 1;
         }
         t += tick;
@@ -241,10 +209,10 @@ pub fn playout_adaptive(
     events
 }
 
-/// Every frame slot from the lowest to the highest sequence number, with its send time
-/// (interpolated by sequence number for frames that never arrived).
-fn slots(samples: &[Sample]) -> Vec<(i64, Nanos)> {
-    let mut known: Vec<(i64, Nanos)> = samples.iter().map(|s| (s.seq, s.send)).collect();
+/// Every frame slot from the lowest to the highest sequence number received, with its send
+/// time (interpolated by sequence number for frames that never arrived).
+pub fn frame_slots<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<(i64, Nanos)> {
+    let mut known: Vec<(i64, Nanos)> = samples.into_iter().map(|s| (s.seq, s.send)).collect();
     known.sort_unstable();
     known.dedup_by_key(|k| k.0);
     let (Some(&(lo, _)), Some(&(hi, _))) = (known.first(), known.last()) else {

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::stats::Jitter;
+use jitterlab_replay::playout::frame_slots;
 
 use crate::figure::{Figure, Panel, Series, Style};
 use crate::runs::Run;
@@ -37,20 +38,11 @@ pub fn network_figure(decoded: &Decoded, stream: u32, title: &str) -> Figure {
     }
     owd.sort_by(|a, b| a.0.total_cmp(&b.0));
     // Lost packets: sequence numbers never received, placed at their expected send time.
-    let mut lost = Vec::new();
-    let by_seq: Vec<_> = {
-        let mut v: Vec<_> = samples.iter().map(|s| (s.seq, s.send)).collect();
-        v.sort_unstable();
-        v.dedup_by_key(|p| p.0);
-        v
-    };
-    for w in by_seq.windows(2) {
-        let ((qa, ta), (qb, tb)) = (w[0], w[1]);
-        for q in qa + 1..qb {
-            let send = ta + jitterlab_capture::Nanos((tb - ta).as_nanos() * (q - qa) / (qb - qa));
-            lost.push(((send + min_transit - start).as_secs_f64(), 0.0));
-        }
-    }
+    let lost: Vec<(f64, f64)> = frame_slots(samples.iter().copied())
+        .into_iter()
+        .filter(|(q, _)| !seen.contains(q))
+        .map(|(_, send)| ((send + min_transit - start).as_secs_f64(), 0.0))
+        .collect();
     let mut delay_series = vec![Series {
         label: "per packet".into(),
         color: 0,

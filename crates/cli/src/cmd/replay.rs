@@ -130,11 +130,7 @@ fn csv_row(f: &Frame<'_>, width: usize) -> String {
         ms(f.at),
         ms(f.target),
         f.mode.name(),
-        f.hold.map_or("", |h| match h {
-            jitterlab_replay::HoldReason::Gap => "gap",
-            jitterlab_replay::HoldReason::AfterNewest => "after_newest",
-            jitterlab_replay::HoldReason::BeforeOldest => "before_oldest",
-        }),
+        f.hold.map_or("", jitterlab_replay::HoldReason::name),
         opt(f.alpha),
         f.depth,
         opt(f.delay.map(ms)),
