@@ -28,6 +28,14 @@ pub enum Error {
         /// What the decoder found.
         reason: String,
     },
+    /// A pcap or pcapng file that cannot be read past this point.
+    #[error("capture file, byte offset {offset}: {reason}")]
+    Capture {
+        /// Byte offset of the record (or header) at fault.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// A CSV log has a malformed header or row.
     #[error("CSV line {line}, column {column}: {reason}")]
     Csv {

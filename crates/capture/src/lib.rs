@@ -25,9 +25,12 @@
 
 pub mod decode;
 mod error;
+pub mod filter;
 pub mod import;
 pub mod netmodel;
 pub mod output;
+pub mod pcap;
+pub mod sdp;
 pub mod stats;
 pub mod synth;
 pub mod testdata;

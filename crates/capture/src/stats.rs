@@ -52,6 +52,142 @@ pub struct StreamStats {
     pub last_arrival: Nanos,
     /// Jitter, or `None` when send times are unknown (RTP without a clock rate).
     pub jitter: Option<JitterStats>,
+    /// The figures Wireshark's `rtp,streams` prints (RTP streams only).
+    pub wireshark: Option<WiresharkStats>,
+}
+
+/// What `tshark -z rtp,streams` reports for a stream, computed its way (Wireshark 4.0
+/// `ui/tap-rtp-analysis.c`): see `docs/wireshark.md` for where these differ from jitterlab's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WiresharkStats {
+    /// Packets, duplicates included.
+    pub packets: u64,
+    /// Expected (extended sequence range) minus received: negative when duplicates outnumber
+    /// losses.
+    pub lost: i64,
+    /// Smallest inter-arrival time over regular packets, ms.
+    pub min_delta_ms: f64,
+    /// Running mean inter-arrival time, ms.
+    pub mean_delta_ms: f64,
+    /// Largest inter-arrival time over regular packets, ms.
+    pub max_delta_ms: f64,
+    /// Smallest jitter over regular packets, ms (`None`: no clock rate, Wireshark prints -1).
+    pub min_jitter_ms: Option<f64>,
+    /// Running mean jitter, ms.
+    pub mean_jitter_ms: f64,
+    /// Largest jitter, ms.
+    pub max_jitter_ms: f64,
+}
+
+/// Wireshark's per-stream RTP analysis, packet by packet.
+///
+/// Matches tshark 4.0.17 on every stream of the shared captures (checked in
+/// `tests/wireshark.rs`): the expected arrival is the previous packet's arrival plus the media
+/// time since the last packet that had a clock rate; a packet whose timestamp is before the
+/// stream's first one is "not in time sequence" and left out of min/max/mean, as are marker-bit
+/// and comfort-noise packets and the one after comfort noise.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WiresharkRtp {
+    started: bool,
+    time_ms: f64,
+    first_timestamp: i64,
+    nominal_timestamp: i64,
+    pt: u8,
+    jitter: f64,
+    delta: f64,
+    total: u64,
+    first_seq: i64,
+    last_seq: i64,
+    min_delta: Option<f64>,
+    mean_delta: f64,
+    max_delta: f64,
+    min_jitter: Option<f64>,
+    mean_jitter: f64,
+    max_jitter: f64,
+}
+
+/// Comfort noise payload types (RFC 3389 and the old one), which Wireshark leaves out.
+fn is_comfort_noise(pt: u8) -> bool {
+    pt == 13 || pt == 19
+}
+
+impl WiresharkRtp {
+    /// Feeds one packet in capture order: arrival time, extended sequence number and timestamp,
+    /// payload type, marker bit and this packet's clock rate (0: unknown or telephone-event).
+    pub fn push(
+        &mut self,
+        arrival: Nanos,
+        seq: i64,
+        timestamp: i64,
+        pt: u8,
+        marker: bool,
+        clock: u32,
+    ) {
+        let now = arrival.as_millis_f64();
+        if !self.started {
+            *self = Self {
+                started: true,
+                time_ms: now,
+                first_timestamp: timestamp,
+                nominal_timestamp: timestamp,
+                pt,
+                total: 1,
+                first_seq: seq,
+                last_seq: seq,
+                ..Self::default()
+            };
+            return;
+        }
+        let in_time_sequence = self.first_timestamp <= timestamp;
+        let irregular =
+            !in_time_sequence || marker || is_comfort_noise(pt) || is_comfort_noise(self.pt);
+        self.pt = pt;
+        let mut current_jitter = 0.0;
+        if clock != 0 {
+            // Wireshark divides by `clock_rate / 1000` in integer arithmetic (11025 Hz → 11).
+            let per_ms = f64::from(clock / 1000);
+            let expected = self.time_ms + (timestamp - self.nominal_timestamp) as f64 / per_ms;
+            let diff = (now - expected).abs();
+            current_jitter = (15.0 * self.jitter + diff) / 16.0;
+            self.jitter = current_jitter;
+            self.nominal_timestamp = timestamp;
+        }
+        self.delta = now - self.time_ms;
+        if !irregular {
+            let n = self.total as f64;
+            self.max_delta = self.max_delta.max(self.delta);
+            self.min_delta = Some(self.min_delta.map_or(self.delta, |m| m.min(self.delta)));
+            self.mean_delta = (self.mean_delta * (n - 1.0) + self.delta) / n;
+            if clock != 0 {
+                self.max_jitter = self.max_jitter.max(self.jitter);
+                self.mean_jitter = (self.mean_jitter * (n - 1.0) + current_jitter) / n;
+                self.min_jitter = Some(self.min_jitter.map_or(self.jitter, |m| m.min(self.jitter)));
+            }
+        }
+        self.time_ms = now;
+        self.first_seq = self.first_seq.min(seq);
+        self.last_seq = self.last_seq.max(seq);
+        self.total += 1;
+    }
+
+    /// The figures so far.
+    pub fn stats(&self) -> WiresharkStats {
+        let expected = if self.total == 0 {
+            0
+        } else {
+            self.last_seq - self.first_seq + 1
+        };
+        WiresharkStats {
+            packets: self.total,
+            lost: expected - self.total as i64,
+            min_delta_ms: self.min_delta.unwrap_or(0.0),
+            mean_delta_ms: self.mean_delta,
+            max_delta_ms: self.max_delta,
+            min_jitter_ms: self.min_jitter,
+            mean_jitter_ms: self.mean_jitter,
+            max_jitter_ms: self.max_jitter,
+        }
+    }
 }
 
 impl StreamStats {
@@ -145,7 +281,18 @@ pub fn stats_for<'a>(info: &StreamInfo, samples: impl Iterator<Item = &'a Sample
     let mut seen = HashSet::new();
     let mut jitter = Jitter::default();
     let mut highest = i64::MIN;
+    let mut wireshark = info.ssrc.map(|_| WiresharkRtp::default());
     for sample in samples {
+        if let (Some(w), Some(pt)) = (&mut wireshark, sample.payload_type) {
+            w.push(
+                sample.arrival,
+                sample.seq,
+                sample.rtp_timestamp,
+                pt,
+                sample.marker,
+                sample.rtp_clock,
+            );
+        }
         s.packets += 1;
         s.first_arrival = s.first_arrival.min(sample.arrival);
         s.last_arrival = s.last_arrival.max(sample.arrival);
@@ -179,6 +326,7 @@ pub fn stats_for<'a>(info: &StreamInfo, samples: impl Iterator<Item = &'a Sample
         s.loss_bursts.mean_len = burst_total as f64 / s.loss_bursts.count as f64;
     }
     s.jitter = info.has_send_times().then(|| jitter.stats());
+    s.wireshark = wireshark.map(|w| w.stats());
     s
 }
 

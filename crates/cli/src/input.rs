@@ -4,14 +4,17 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
-use jitterlab_capture::decode::{DecoderConfig, decode_trace};
-use jitterlab_capture::{Decoded, Reader};
+use anyhow::{Context, Result};
+use jitterlab_capture::decode::{Collector, DecoderConfig, decode_trace};
+use jitterlab_capture::filter::Filter;
+use jitterlab_capture::pcap::{self, CaptureSummary};
+use jitterlab_capture::{Decoded, Header, Reader, Record};
 
 /// Decoder options shared by commands that read traces.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct DecodeArgs {
-    /// Payload decoder (default: the one the trace names): rtp or probe.
+    /// Payload decoder (default: the one the trace names; rtp for captures): rtp, probe or
+    /// layout:SPEC (e.g. layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3).
     #[arg(long, value_name = "NAME")]
     pub(crate) decoder: Option<String>,
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable).
@@ -19,28 +22,66 @@ pub(crate) struct DecodeArgs {
     pub(crate) clock_rates: Vec<String>,
 }
 
-/// Reads and decodes a trace file.
-pub(crate) fn load(path: &Path, args: &DecodeArgs) -> Result<Decoded> {
+/// A pcap/pcapng file read into records.
+pub(crate) struct Capture {
+    pub(crate) header: Header,
+    pub(crate) records: Vec<Record>,
+    pub(crate) summary: CaptureSummary,
+}
+
+/// Whether `path` starts with a pcap or pcapng magic number.
+pub(crate) fn is_capture(path: &Path) -> Result<bool> {
     let display = path.display();
     let mut file = File::open(path).with_context(|| format!("cannot open {display}"))?;
     let mut magic = [0u8; 4];
-    let n = file
-        .read(&mut magic)
-        .with_context(|| format!("cannot read {display}"))?;
-    if n == 4 && is_capture_magic(magic) {
-        bail!(
-            "{display}: this is a pcap/pcapng capture; import it into a trace first \
-             (pcap import is not in this build)"
-        );
+    let mut n = 0;
+    while n < 4 {
+        let got = file
+            .read(&mut magic[n..])
+            .with_context(|| format!("cannot read {display}"))?;
+        if got == 0 {
+            break;
+        }
+        n += got;
     }
+    Ok(n == 4 && is_capture_magic(magic))
+}
+
+/// Reads a capture file, keeping the UDP datagrams that pass `filter`.
+pub(crate) fn read_capture(path: &Path, filter: Option<&str>, decoder: &str) -> Result<Capture> {
+    let display = path.display();
+    let filter = filter.map(Filter::parse).transpose()?;
     let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-    let reader = Reader::new(file).with_context(|| display.to_string())?;
+    let (records, summary) = pcap::read_capture_all(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        filter.as_ref(),
+    )
+    .with_context(|| display.to_string())?;
+    for problem in summary.problems() {
+        eprintln!("note: {display}: {problem}");
+    }
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let header = pcap::header_for(&name, &summary, decoder);
+    Ok(Capture {
+        header,
+        records,
+        summary,
+    })
+}
+
+fn decoder_config(args: &DecodeArgs, header: &Header) -> Result<Option<DecoderConfig>> {
     let config = match &args.decoder {
-        Some(name) => Some(DecoderConfig::parse(name)?),
+        Some(name) => {
+            let mut c = DecoderConfig::parse(name)?;
+            c.add_hints(header);
+            Some(c)
+        }
         None if args.clock_rates.is_empty() => None,
-        None => Some(DecoderConfig::from_header(reader.header())?),
+        None => Some(DecoderConfig::from_header(header)?),
     };
-    let config = match config {
+    Ok(match config {
         Some(mut c) => {
             for spec in &args.clock_rates {
                 c.add_clock_rate(spec)?;
@@ -48,7 +89,43 @@ pub(crate) fn load(path: &Path, args: &DecodeArgs) -> Result<Decoded> {
             Some(c)
         }
         None => None,
-    };
+    })
+}
+
+/// Decodes an in-memory capture.
+pub(crate) fn decode_capture(capture: &Capture, args: &DecodeArgs) -> Result<Decoded> {
+    let config = decoder_config(args, &capture.header)?;
+    let mut collector = Collector::new(&capture.header, config)?;
+    for rec in &capture.records {
+        collector.push(rec);
+    }
+    Ok(collector.finish())
+}
+
+/// Reads and decodes a trace file, or a pcap/pcapng capture directly.
+pub(crate) fn load(path: &Path, args: &DecodeArgs) -> Result<Decoded> {
+    Ok(load_with_capture(path, args, None)?.0)
+}
+
+/// As [`load`], also returning the capture summary when `path` is a capture.
+pub(crate) fn load_with_capture(
+    path: &Path,
+    args: &DecodeArgs,
+    filter: Option<&str>,
+) -> Result<(Decoded, Option<CaptureSummary>)> {
+    let display = path.display();
+    if is_capture(path)? {
+        let capture = read_capture(path, filter, "rtp")?;
+        let decoded = decode_capture(&capture, args).with_context(|| display.to_string())?;
+        warn_skipped(path, &decoded);
+        return Ok((decoded, Some(capture.summary)));
+    }
+    if filter.is_some() {
+        anyhow::bail!("{display}: --filter applies to pcap/pcapng captures, not traces");
+    }
+    let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
+    let reader = Reader::new(file).with_context(|| display.to_string())?;
+    let config = decoder_config(args, reader.header())?;
     let decoded = decode_trace(reader, config).with_context(|| display.to_string())?;
     if decoded.trailing_bytes > 0 {
         eprintln!(
@@ -57,6 +134,12 @@ pub(crate) fn load(path: &Path, args: &DecodeArgs) -> Result<Decoded> {
             decoded.trailing_bytes
         );
     }
+    warn_skipped(path, &decoded);
+    Ok((decoded, None))
+}
+
+fn warn_skipped(path: &Path, decoded: &Decoded) {
+    let display = path.display();
     if decoded.skipped > 0 {
         eprintln!(
             "warning: {display}: {} packet(s) could not be decoded and were skipped, e.g. {}",
@@ -64,7 +147,6 @@ pub(crate) fn load(path: &Path, args: &DecodeArgs) -> Result<Decoded> {
             decoded.skip_examples.first().map_or("", String::as_str)
         );
     }
-    Ok(decoded)
 }
 
 /// Whether the first four bytes are a pcap or pcapng magic number.

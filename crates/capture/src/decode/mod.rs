@@ -1,10 +1,11 @@
 //! Payload decoders: turn packet records into samples (stream, sequence, send time, values).
 //!
 //! Three decoders exist: [`rtp`] (RFC 3550 media), [`probe`] (jitterlab's own snapshot
-//! packet, also what CSV imports become) and, for custom game protocols, `layout:SPEC`
-//! (capture issue). A packet a decoder cannot read is counted and skipped, never silently
+//! packet, also what CSV imports become) and, for custom game protocols, [`layout`]
+//! (`layout:SPEC`, fields at fixed offsets). A packet a decoder cannot read is counted and skipped, never silently
 //! dropped: see [`Decoded::skipped`].
 
+pub mod layout;
 pub mod probe;
 pub mod rtp;
 
@@ -13,6 +14,7 @@ use std::fmt;
 use std::io::Read;
 
 use crate::Error;
+use crate::sdp::{self, RtpMap};
 use crate::time::Nanos;
 use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
 
@@ -98,6 +100,11 @@ pub struct Sample {
     pub marker: bool,
     /// Payload type (RTP only).
     pub payload_type: Option<u8>,
+    /// The extended RTP timestamp in media clock units (0 for other decoders).
+    pub rtp_timestamp: i64,
+    /// This packet's media clock rate in Hz as Wireshark sees it: 0 when unknown and for
+    /// `telephone-event` packets, whose timestamps mark the event start (RFC 4733).
+    pub rtp_clock: u32,
 }
 
 impl Sample {
@@ -113,6 +120,8 @@ impl Sample {
             event: None,
             marker: false,
             payload_type: None,
+            rtp_timestamp: 0,
+            rtp_clock: 0,
         }
     }
 
@@ -165,21 +174,25 @@ impl StreamInfo {
 }
 
 /// Which payload decoder to use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum DecoderKind {
     /// RFC 3550 RTP.
     Rtp,
     /// jitterlab probe packets.
     Probe,
+    /// Fields at fixed offsets (`layout:SPEC`).
+    Layout(Box<layout::Layout>),
 }
 
 /// A decoder choice plus its options.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DecoderConfig {
     /// Which decoder.
     pub kind: DecoderKind,
     /// Clock rates for dynamic RTP payload types (`--clock-rate PT=HZ`), over the static table.
     pub clock_rates: BTreeMap<u8, u32>,
+    /// Payload maps announced by SDP in the capture (see [`sdp`]).
+    pub rtpmaps: Vec<RtpMap>,
 }
 
 impl DecoderConfig {
@@ -188,20 +201,35 @@ impl DecoderConfig {
         Self {
             kind,
             clock_rates: BTreeMap::new(),
+            rtpmaps: Vec::new(),
         }
     }
 
-    /// Parses a decoder name: `rtp` or `probe`.
+    /// Parses a decoder name: `rtp`, `probe` or `layout:SPEC`.
     ///
     /// # Errors
-    /// An unknown name, with the list of known ones.
+    /// An unknown name, with the list of known ones, or a bad layout.
     pub fn parse(name: &str) -> Result<Self, Error> {
         match name {
             "rtp" => Ok(Self::new(DecoderKind::Rtp)),
             "probe" => Ok(Self::new(DecoderKind::Probe)),
-            other => Err(Error::Invalid(format!(
-                "unknown decoder '{other}' (known: rtp, probe)"
-            ))),
+            other => match other.strip_prefix("layout:") {
+                Some(spec) => Ok(Self::new(DecoderKind::Layout(Box::new(
+                    layout::Layout::parse(spec)?,
+                )))),
+                None => Err(Error::Invalid(format!(
+                    "unknown decoder '{other}' (known: rtp, probe, layout:SPEC)"
+                ))),
+            },
+        }
+    }
+
+    /// The decoder's name as [`DecoderConfig::parse`] reads it.
+    pub fn name(&self) -> String {
+        match &self.kind {
+            DecoderKind::Rtp => "rtp".to_owned(),
+            DecoderKind::Probe => "probe".to_owned(),
+            DecoderKind::Layout(l) => format!("layout:{}", l.spec()),
         }
     }
 
@@ -211,17 +239,29 @@ impl DecoderConfig {
     /// The header names no decoder or an unknown one.
     pub fn from_header(header: &Header) -> Result<Self, Error> {
         let name = header.decoder.as_deref().ok_or_else(|| {
-            Error::Invalid("the trace names no decoder; pass --decoder rtp|probe".into())
+            Error::Invalid(
+                "the trace names no decoder; pass --decoder rtp|probe|layout:SPEC".into(),
+            )
         })?;
         let mut config = Self::parse(name)?;
+        config.add_hints(header);
+        Ok(config)
+    }
+
+    /// Adds the clock-rate and SDP hints of a trace header (`clock_rate.PT`, `rtpmap.N`).
+    pub fn add_hints(&mut self, header: &Header) {
         for (key, value) in &header.hints {
+            if key.starts_with("rtpmap.")
+                && let Some(map) = RtpMap::from_hint(value)
+            {
+                self.rtpmaps.push(map);
+            }
             if let Some(pt) = key.strip_prefix("clock_rate.")
                 && let (Ok(pt), Ok(hz)) = (pt.parse(), value.parse())
             {
-                config.clock_rates.insert(pt, hz);
+                self.clock_rates.insert(pt, hz);
             }
         }
-        Ok(config)
     }
 
     /// Parses `PT=HZ` and adds it as a clock-rate override.
@@ -246,11 +286,29 @@ impl DecoderConfig {
         Ok(())
     }
 
-    fn clock_rate(&self, payload_type: u8) -> Option<u32> {
-        self.clock_rates
-            .get(&payload_type)
-            .copied()
-            .or_else(|| rtp::static_clock_rate(payload_type))
+    /// The clock rate of `payload_type` for a packet between `src` and `dst` at `at`, and
+    /// whether it is `telephone-event`: `--clock-rate` first, then the capture's SDP, then the
+    /// static table.
+    fn clock_rate(
+        &self,
+        payload_type: u8,
+        src: Option<Endpoint>,
+        dst: Option<Endpoint>,
+        at: Nanos,
+    ) -> (Option<u32>, bool) {
+        if let Some(&hz) = self.clock_rates.get(&payload_type) {
+            return (Some(hz), false);
+        }
+        if let Some(map) = sdp::lookup(
+            &self.rtpmaps,
+            payload_type,
+            src.map(|e| e.0),
+            dst.map(|e| e.0),
+            at,
+        ) {
+            return (Some(map.clock_rate), map.is_telephone_event());
+        }
+        (rtp::static_clock_rate(payload_type), false)
     }
 }
 
@@ -296,12 +354,19 @@ enum StreamKey {
         stream: u32,
         direction: u8,
     },
+    Flow {
+        stream: u32,
+        src: Option<Endpoint>,
+        dst: Option<Endpoint>,
+    },
 }
 
 #[derive(Debug)]
 struct StreamState {
     seq: rtp::Extender,
     timestamp: rtp::Extender,
+    /// Per payload type: the Wireshark clock (0 = none or telephone-event).
+    clocks: Vec<(u8, u32)>,
 }
 
 /// Decodes records one at a time, assigning streams and extending sequence numbers.
@@ -344,7 +409,9 @@ impl StreamDecoder {
         let id = self.streams.len() as u32;
         let (ssrc, probe_stream) = match key {
             StreamKey::Rtp { ssrc, .. } => (Some(ssrc), None),
-            StreamKey::Probe { stream, .. } => (None, Some(stream)),
+            StreamKey::Probe { stream, .. } | StreamKey::Flow { stream, .. } => {
+                (None, Some(stream))
+            }
         };
         self.streams.push(StreamInfo {
             id,
@@ -353,12 +420,13 @@ impl StreamDecoder {
             src: rec.src,
             dst: rec.dst,
             payload_type: pt,
-            clock_rate: pt.and_then(|pt| self.config.clock_rate(pt)),
+            clock_rate: pt.and_then(|pt| self.config.clock_rate(pt, rec.src, rec.dst, rec.time).0),
             channels: self.channels.clone(),
         });
         let fresh = || StreamState {
             seq: rtp::Extender::sequence(),
             timestamp: rtp::Extender::timestamp(),
+            clocks: Vec::new(),
         };
         self.state.push([fresh(), fresh()]);
         self.keys.insert(key, id);
@@ -371,7 +439,7 @@ impl StreamDecoder {
     /// The payload is not a valid packet for this decoder.
     pub fn decode(&mut self, rec: &Record) -> Result<Sample, DecodeError> {
         let slot = usize::from(rec.kind() == RecordKind::Sent);
-        match self.config.kind {
+        match &self.config.kind {
             DecoderKind::Probe => {
                 let p = probe::Probe::parse(&rec.payload)?;
                 let seq = i64::try_from(p.tick).map_err(|_| {
@@ -383,15 +451,24 @@ impl StreamDecoder {
                 };
                 let stream = self.stream_for(key, rec, None);
                 Ok(Sample {
-                    stream,
-                    seq,
-                    send: p.send,
-                    arrival: rec.time,
                     values: p.values,
                     state: Some(p.state),
                     event: p.event,
-                    marker: false,
-                    payload_type: None,
+                    ..Sample::new(stream, seq, p.send, rec.time)
+                })
+            }
+            DecoderKind::Layout(layout) => {
+                let d = layout.decode(&rec.payload)?;
+                let key = StreamKey::Flow {
+                    stream: d.stream,
+                    src: rec.src,
+                    dst: rec.dst,
+                };
+                let stream = self.stream_for(key, rec, None);
+                Ok(Sample {
+                    values: d.values,
+                    state: d.state,
+                    ..Sample::new(stream, d.seq, d.send, rec.time)
                 })
             }
             DecoderKind::Rtp => {
@@ -405,6 +482,17 @@ impl StreamDecoder {
                 let state = &mut self.state[stream as usize][slot];
                 let seq = state.seq.extend(u32::from(h.seq));
                 let ts = state.timestamp.extend(h.timestamp);
+                let rtp_clock = match state.clocks.iter().find(|(pt, _)| *pt == h.payload_type) {
+                    Some(&(_, hz)) => hz,
+                    None => {
+                        let (hz, event) =
+                            self.config
+                                .clock_rate(h.payload_type, rec.src, rec.dst, rec.time);
+                        let hz = if event { 0 } else { hz.unwrap_or(0) };
+                        state.clocks.push((h.payload_type, hz));
+                        hz
+                    }
+                };
                 // Without a clock rate the send time is unknown; stats check
                 // `StreamInfo::has_send_times` before using it.
                 let send = match self.streams[stream as usize].clock_rate {
@@ -421,6 +509,8 @@ impl StreamDecoder {
                     event: None,
                     marker: h.marker,
                     payload_type: Some(h.payload_type),
+                    rtp_timestamp: ts,
+                    rtp_clock,
                 })
             }
         }
@@ -429,6 +519,76 @@ impl StreamDecoder {
 
 /// The most skip reasons kept as examples.
 const MAX_SKIP_EXAMPLES: usize = 5;
+
+/// Decodes records one by one into a [`Decoded`], as [`decode_trace`] and capture imports do.
+#[derive(Debug)]
+pub struct Collector {
+    decoder: StreamDecoder,
+    out: Decoded,
+    records: u64,
+}
+
+impl Collector {
+    /// A collector for a trace with `header`; `config` overrides the decoder it names.
+    ///
+    /// # Errors
+    /// The header names no usable decoder and none is given.
+    pub fn new(header: &Header, config: Option<DecoderConfig>) -> Result<Self, Error> {
+        let config = match config {
+            Some(c) => c,
+            None => DecoderConfig::from_header(header)?,
+        };
+        let mut channels: Vec<String> = header
+            .hints
+            .get("channels")
+            .map(|c| {
+                c.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let DecoderKind::Layout(l) = &config.kind
+            && channels.is_empty()
+        {
+            channels = l.channels();
+        }
+        Ok(Self {
+            decoder: StreamDecoder::new(config, channels),
+            out: Decoded::default(),
+            records: 0,
+        })
+    }
+
+    /// Decodes one record (skips and counts what cannot be decoded).
+    pub fn push(&mut self, rec: &Record) {
+        let index = self.records;
+        self.records += 1;
+        let kind = rec.kind();
+        if let RecordKind::Other(_) = kind {
+            self.out.unknown_records += 1;
+            return;
+        }
+        match self.decoder.decode(rec) {
+            Ok(sample) if kind == RecordKind::Sent => self.out.truth.push(sample),
+            Ok(sample) => self.out.samples.push(sample),
+            Err(err) => {
+                self.out.skipped += 1;
+                if self.out.skip_examples.len() < MAX_SKIP_EXAMPLES {
+                    self.out
+                        .skip_examples
+                        .push(format!("record {index}: {err}"));
+                }
+            }
+        }
+    }
+
+    /// The decoded trace.
+    pub fn finish(mut self) -> Decoded {
+        self.out.streams = self.decoder.into_streams();
+        self.out
+    }
+}
 
 /// Reads a whole trace and decodes it.
 ///
@@ -440,42 +600,11 @@ pub fn decode_trace<R: Read>(
     mut reader: Reader<R>,
     config: Option<DecoderConfig>,
 ) -> Result<Decoded, Error> {
-    let header = reader.header().clone();
-    let config = match config {
-        Some(c) => c,
-        None => DecoderConfig::from_header(&header)?,
-    };
-    let channels = header
-        .hints
-        .get("channels")
-        .map(|c| {
-            c.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut decoder = StreamDecoder::new(config, channels);
-    let mut out = Decoded::default();
+    let mut collector = Collector::new(reader.header(), config)?;
     while let Some(rec) = reader.read_record()? {
-        let kind = rec.kind();
-        if let RecordKind::Other(_) = kind {
-            out.unknown_records += 1;
-            continue;
-        }
-        match decoder.decode(&rec) {
-            Ok(sample) if kind == RecordKind::Sent => out.truth.push(sample),
-            Ok(sample) => out.samples.push(sample),
-            Err(err) => {
-                out.skipped += 1;
-                if out.skip_examples.len() < MAX_SKIP_EXAMPLES {
-                    out.skip_examples
-                        .push(format!("record {}: {err}", reader.records() - 1));
-                }
-            }
-        }
+        collector.push(&rec);
     }
+    let mut out = collector.finish();
     out.trailing_bytes = reader.trailing_bytes();
-    out.streams = decoder.into_streams();
     Ok(out)
 }

@@ -1,4 +1,4 @@
-//! `jitterlab import`: CSV logs into traces.
+//! `jitterlab import`: CSV logs and pcap/pcapng captures into traces.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -6,15 +6,17 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::Writer;
+use jitterlab_capture::decode::DecoderConfig;
 use jitterlab_capture::import::import_csv;
 use jitterlab_capture::output::AtomicFile;
 
-use crate::input::is_capture_magic;
+use crate::input::{DecodeArgs, decode_capture, is_capture, read_capture};
 
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The log to import: a CSV with columns seq, send_ms, arrival_ms, optional stream, values.
+    /// What to import: a pcap/pcapng capture, or a CSV log with columns seq, send_ms,
+    /// arrival_ms, optional stream, values.
     input: PathBuf,
     /// The trace to write.
     #[arg(short, long, value_name = "OUT")]
@@ -22,18 +24,33 @@ pub(crate) struct Args {
     /// Overwrite OUT if it exists.
     #[arg(long)]
     force: bool,
+    /// Keep only datagrams this tcpdump-style expression accepts, e.g. "udp port 5004"
+    /// (captures only).
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
+    /// The payload decoder the trace names (captures only): rtp (default), probe or
+    /// layout:SPEC, e.g. layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3.
+    #[arg(long, value_name = "NAME")]
+    decoder: Option<String>,
+    /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable; stored in the
+    /// trace).
+    #[arg(long = "clock-rate", value_name = "PT=HZ")]
+    clock_rates: Vec<String>,
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     let display = args.input.display();
+    if is_capture(&args.input)? {
+        return import_capture(args);
+    }
+    if args.filter.is_some() || args.decoder.is_some() || !args.clock_rates.is_empty() {
+        bail!("{display}: --filter, --decoder and --clock-rate apply to pcap/pcapng captures");
+    }
     let mut file = File::open(&args.input).with_context(|| format!("cannot open {display}"))?;
     let mut magic = [0u8; 4];
     let n = file
         .read(&mut magic)
         .with_context(|| format!("cannot read {display}"))?;
-    if n == 4 && is_capture_magic(magic) {
-        bail!("{display}: pcap/pcapng import is not in this build; only CSV logs can be imported");
-    }
     if n >= 1 && jitterlab_capture::trace::sniff(&magic[..n]) {
         bail!("{display}: this is already a jitterlab trace");
     }
@@ -61,6 +78,53 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             String::new()
         },
         args.output.display()
+    );
+    Ok(())
+}
+
+fn import_capture(args: &Args) -> Result<()> {
+    let display = args.input.display();
+    let decoder = match &args.decoder {
+        Some(name) => DecoderConfig::parse(name)?.name(),
+        None => "rtp".to_owned(),
+    };
+    // Check the clock rates before reading anything.
+    let mut check = DecoderConfig::parse(&decoder)?;
+    for spec in &args.clock_rates {
+        check.add_clock_rate(spec)?;
+    }
+    let out = AtomicFile::create(&args.output, args.force)?;
+    let mut capture = read_capture(&args.input, args.filter.as_deref(), &decoder)?;
+    for (pt, hz) in &check.clock_rates {
+        capture
+            .header
+            .hints
+            .insert(format!("clock_rate.{pt}"), hz.to_string());
+    }
+    let decoded =
+        decode_capture(&capture, &DecodeArgs::default()).with_context(|| display.to_string())?;
+    let mut writer = Writer::new(out, &capture.header)?;
+    for record in &capture.records {
+        writer.write(record)?;
+    }
+    writer
+        .into_inner()
+        .commit()
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    eprintln!(
+        "imported {} UDP datagrams ({} frames) from {display} into {}: {} stream(s) with the {decoder} decoder{}",
+        capture.summary.udp,
+        capture.summary.frames,
+        args.output.display(),
+        decoded.streams.len(),
+        if decoded.skipped > 0 {
+            format!(
+                ", {} datagram(s) it cannot decode (kept in the trace)",
+                decoded.skipped
+            )
+        } else {
+            String::new()
+        }
     );
     Ok(())
 }

@@ -4,17 +4,21 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
+use jitterlab_capture::pcap::CaptureSummary;
 use jitterlab_capture::stats::{StreamStats, stream_stats};
 use jitterlab_capture::{Decoded, StreamInfo};
 use serde_json::{Value, json};
 
-use crate::input::{DecodeArgs, load};
+use crate::input::{DecodeArgs, load_with_capture};
 
 /// Arguments of `jitterlab info`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The trace to describe.
+    /// The trace, or a pcap/pcapng capture, to describe.
     trace: PathBuf,
+    /// For captures: keep only datagrams this tcpdump-style expression accepts.
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
     /// Print JSON (the shape scripts rely on) instead of a table.
     #[arg(long)]
     json: bool,
@@ -23,11 +27,11 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let decoded = load(&args.trace, &args.decode)?;
+    let (decoded, capture) = load_with_capture(&args.trace, &args.decode, args.filter.as_deref())?;
     let stats = stream_stats(&decoded);
     let mut out = io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &info_json(&decoded, &stats))?;
+        serde_json::to_writer_pretty(&mut out, &info_json(&decoded, &stats, capture.as_ref()))?;
         writeln!(out)?;
         return Ok(());
     }
@@ -75,6 +79,18 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 info.payload_type.unwrap_or(0)
             )?,
         }
+        if let Some(w) = s.wireshark {
+            writeln!(
+                out,
+                "  wireshark: lost {}   max delta {:.3} ms   mean jitter {}   max jitter {}",
+                w.lost,
+                w.max_delta_ms,
+                w.min_jitter_ms
+                    .map_or("-".to_owned(), |_| format!("{:.3} ms", w.mean_jitter_ms)),
+                w.min_jitter_ms
+                    .map_or("-".to_owned(), |_| format!("{:.3} ms", w.max_jitter_ms)),
+            )?;
+        }
     }
     Ok(())
 }
@@ -100,6 +116,16 @@ fn stream_json(info: &StreamInfo, s: &StreamStats) -> Value {
             "max_len": s.loss_bursts.max_len,
         },
         "jitter_ms": s.jitter.map(|j| json!({"last": j.last_ms, "mean": j.mean_ms, "max": j.max_ms})),
+        "wireshark": s.wireshark.map(|w| json!({
+            "packets": w.packets,
+            "lost": w.lost,
+            "min_delta_ms": w.min_delta_ms,
+            "mean_delta_ms": w.mean_delta_ms,
+            "max_delta_ms": w.max_delta_ms,
+            "min_jitter_ms": w.min_jitter_ms,
+            "mean_jitter_ms": w.min_jitter_ms.map(|_| w.mean_jitter_ms),
+            "max_jitter_ms": w.min_jitter_ms.map(|_| w.max_jitter_ms),
+        })),
         "first_seq": s.first_seq,
         "last_seq": s.last_seq,
         "duration_s": s.duration().as_secs_f64(),
@@ -107,8 +133,25 @@ fn stream_json(info: &StreamInfo, s: &StreamStats) -> Value {
     })
 }
 
-fn info_json(decoded: &Decoded, stats: &[StreamStats]) -> Value {
+fn info_json(decoded: &Decoded, stats: &[StreamStats], capture: Option<&CaptureSummary>) -> Value {
     json!({
+        "capture": capture.map(|c| json!({
+            "format": c.format,
+            "link_types": c.link_types,
+            "nanosecond": c.nanosecond,
+            "frames": c.frames,
+            "udp": c.udp,
+            "filtered_out": c.filtered_out,
+            "not_udp": c.not_udp,
+            "truncated": c.truncated,
+            "malformed": c.malformed,
+            "unsupported_link": c.unsupported_link,
+            "fragments": c.fragments,
+            "reassembled": c.reassembled,
+            "fragments_lost": c.fragments_lost,
+            "trailing_bytes": c.trailing_bytes,
+            "sdp_rtpmaps": c.rtpmaps.len(),
+        })),
         "streams": decoded.streams.iter().zip(stats).map(|(i, s)| stream_json(i, s)).collect::<Vec<_>>(),
         "packets": decoded.samples.len(),
         "truth_packets": decoded.truth.len(),

@@ -8,3 +8,4 @@ mod bad_input;
 mod commands;
 mod contracts;
 mod util;
+mod wireshark;

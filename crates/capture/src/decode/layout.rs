@@ -1,0 +1,403 @@
+//! `layout:SPEC`: custom game protocols decoded by fixed byte offsets.
+//!
+//! A spec is a comma-separated list of `NAME=TYPE@OFFSET[:UNIT][*COUNT]`, e.g.
+//! `layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3`.
+//!
+//! - `TYPE`: `u8`, `i8`, or `u16 i16 u32 i32 u64 i64 f32 f64` with `be` or `le`.
+//! - `seq` (required): the sequence number or tick.
+//! - `send` (required): the send time, with a unit `s`, `ms`, `us` or `ns` (default `ms`), or
+//!   `/HZ` for a tick counter at HZ ticks per second (`send=u32le@0/60`).
+//! - `stream` and `state` (optional): a stream id and a discrete state.
+//! - Any other name is a value channel; `*COUNT` repeats the field back to back, naming the
+//!   channels `NAME0`, `NAME1`, ...
+
+use super::DecodeError;
+use crate::Error;
+use crate::time::Nanos;
+
+/// A field's binary type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    I32,
+    U64,
+    I64,
+    F32,
+    F64,
+}
+
+impl Kind {
+    const fn width(self) -> usize {
+        match self {
+            Self::U8 | Self::I8 => 1,
+            Self::U16 | Self::I16 => 2,
+            Self::U32 | Self::I32 | Self::F32 => 4,
+            Self::U64 | Self::I64 | Self::F64 => 8,
+        }
+    }
+}
+
+/// One field: where it is and how to read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Field {
+    kind: Kind,
+    big_endian: bool,
+    offset: usize,
+}
+
+impl Field {
+    /// The field as an integer (floats must be whole) or a float.
+    fn read(&self, buf: &[u8]) -> Option<Num> {
+        let b = buf.get(self.offset..self.offset + self.kind.width())?;
+        let mut raw = [0u8; 8];
+        if self.big_endian {
+            raw[8 - b.len()..].copy_from_slice(b);
+            raw.reverse();
+        } else {
+            raw[..b.len()].copy_from_slice(b);
+        }
+        let v = u64::from_le_bytes(raw);
+        Some(match self.kind {
+            Kind::U8 | Kind::U16 | Kind::U32 | Kind::U64 => Num::Int(i128::from(v)),
+            Kind::I8 => Num::Int(i128::from(v as u8 as i8)),
+            Kind::I16 => Num::Int(i128::from(v as u16 as i16)),
+            Kind::I32 => Num::Int(i128::from(v as u32 as i32)),
+            Kind::I64 => Num::Int(i128::from(v as i64)),
+            Kind::F32 => Num::Float(f64::from(f32::from_bits(v as u32))),
+            Kind::F64 => Num::Float(f64::from_bits(v)),
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    fn as_f64(self) -> f64 {
+        match self {
+            Self::Int(i) => i as f64,
+            Self::Float(f) => f,
+        }
+    }
+
+    fn as_int(self) -> Option<i64> {
+        match self {
+            Self::Int(i) => i64::try_from(i).ok(),
+            Self::Float(f) => {
+                (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e18).then_some(f as i64)
+            }
+        }
+    }
+}
+
+/// How a raw send field becomes nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SendUnit {
+    /// Nanoseconds per unit.
+    Scale(f64),
+    /// A tick counter at this many ticks per second.
+    Ticks(f64),
+}
+
+/// A parsed layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    spec: String,
+    seq: Field,
+    send: (Field, SendUnit),
+    stream: Option<Field>,
+    state: Option<Field>,
+    values: Vec<(String, Field)>,
+}
+
+/// What a layout reads from one packet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// The stream id (0 when the layout has none).
+    pub stream: u32,
+    /// Sequence number.
+    pub seq: i64,
+    /// Send time.
+    pub send: Nanos,
+    /// Discrete state.
+    pub state: Option<u32>,
+    /// Value channels in spec order.
+    pub values: Vec<f64>,
+}
+
+impl Layout {
+    /// Parses the part after `layout:`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the field that does not parse.
+    pub fn parse(spec: &str) -> Result<Self, Error> {
+        let bad = |item: &str, why: &str| {
+            Error::Invalid(format!("decoder layout:{spec}: field '{item}': {why}"))
+        };
+        let (mut seq, mut send, mut stream, mut state) = (None, None, None, None);
+        let mut values = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, rest) = item
+                .split_once('=')
+                .ok_or_else(|| bad(item, "expected NAME=TYPE@OFFSET"))?;
+            let (rest, count) = match rest.split_once('*') {
+                Some((r, c)) => (
+                    r,
+                    c.parse::<usize>()
+                        .ok()
+                        .filter(|c| (1..=64).contains(c))
+                        .ok_or_else(|| bad(item, "repeat count must be 1..=64"))?,
+                ),
+                None => (rest, 1),
+            };
+            let (ty, at) = rest
+                .split_once('@')
+                .ok_or_else(|| bad(item, "expected TYPE@OFFSET"))?;
+            let (at, unit) = match at.find([':', '/']) {
+                Some(i) => (&at[..i], Some(&at[i..])),
+                None => (at, None),
+            };
+            let offset: usize = at
+                .parse()
+                .ok()
+                .filter(|o| *o < 65_536)
+                .ok_or_else(|| bad(item, "offset must be a byte offset below 65536"))?;
+            let (kind, big_endian) = parse_type(ty).ok_or_else(|| {
+                bad(
+                    item,
+                    "unknown type (u8, i8, u16be, u16le, ..., i64le, f32be, f64le)",
+                )
+            })?;
+            let field = Field {
+                kind,
+                big_endian,
+                offset,
+            };
+            if unit.is_some() && name != "send" {
+                return Err(bad(item, "only send takes a unit"));
+            }
+            if count > 1 && matches!(name, "seq" | "send" | "stream" | "state") {
+                return Err(bad(item, "only value channels repeat"));
+            }
+            let slot = match name {
+                "seq" => &mut seq,
+                "send" => {
+                    let unit = match unit {
+                        None | Some(":ms") => SendUnit::Scale(1e6),
+                        Some(":s") => SendUnit::Scale(1e9),
+                        Some(":us") => SendUnit::Scale(1e3),
+                        Some(":ns") => SendUnit::Scale(1.0),
+                        Some(u) => match u.strip_prefix('/').and_then(|h| h.parse::<f64>().ok()) {
+                            Some(hz) if hz > 0.0 && hz.is_finite() => SendUnit::Ticks(hz),
+                            _ => return Err(bad(item, "unit must be :s, :ms, :us, :ns or /HZ")),
+                        },
+                    };
+                    if send.replace((field, unit)).is_some() {
+                        return Err(bad(item, "send given twice"));
+                    }
+                    continue;
+                }
+                "stream" => &mut stream,
+                "state" => &mut state,
+                _ => {
+                    if name.is_empty()
+                        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
+                        return Err(bad(item, "a channel name is letters, digits and _"));
+                    }
+                    for i in 0..count {
+                        let label = if count == 1 {
+                            name.to_owned()
+                        } else {
+                            format!("{name}{i}")
+                        };
+                        let offset = offset + i * kind.width();
+                        values.push((label, Field { offset, ..field }));
+                    }
+                    continue;
+                }
+            };
+            if slot.replace(field).is_some() {
+                return Err(bad(item, "given twice"));
+            }
+        }
+        let missing = |what: &str| {
+            Error::Invalid(format!(
+                "decoder layout:{spec}: needs a {what} field, e.g. {what}=u32be@0"
+            ))
+        };
+        Ok(Self {
+            spec: spec.to_owned(),
+            seq: seq.ok_or_else(|| missing("seq"))?,
+            send: send.ok_or_else(|| missing("send"))?,
+            stream,
+            state,
+            values,
+        })
+    }
+
+    /// The spec as given (without `layout:`).
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The value channels' names.
+    pub fn channels(&self) -> Vec<String> {
+        self.values.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Reads one packet.
+    ///
+    /// # Errors
+    /// A field past the end of the packet, a non-integer sequence number, or a send time that is
+    /// not finite.
+    pub fn decode(&self, buf: &[u8]) -> Result<Decoded, DecodeError> {
+        let short = |f: &Field| {
+            DecodeError::new(format!(
+                "layout field at byte {} needs {} bytes, packet has {}",
+                f.offset,
+                f.offset + f.kind.width(),
+                buf.len()
+            ))
+        };
+        let read = |f: &Field| f.read(buf).ok_or_else(|| short(f));
+        let seq = read(&self.seq)?
+            .as_int()
+            .ok_or_else(|| DecodeError::new("layout seq is not a whole number"))?;
+        let (field, unit) = &self.send;
+        let raw = read(field)?;
+        let ns = match (*unit, raw) {
+            (SendUnit::Scale(1.0), Num::Int(i)) => i64::try_from(i).ok(),
+            (SendUnit::Scale(k), n) => finite_ns(n.as_f64() * k),
+            (SendUnit::Ticks(hz), n) => finite_ns(n.as_f64() * 1e9 / hz),
+        }
+        .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
+        let stream = match &self.stream {
+            Some(f) => read(f)?
+                .as_int()
+                .and_then(|s| u32::try_from(s).ok())
+                .ok_or_else(|| DecodeError::new("layout stream is not a 32-bit id"))?,
+            None => 0,
+        };
+        let state = match &self.state {
+            Some(f) => Some(
+                read(f)?
+                    .as_int()
+                    .and_then(|s| u32::try_from(s).ok())
+                    .ok_or_else(|| DecodeError::new("layout state is not a 32-bit value"))?,
+            ),
+            None => None,
+        };
+        let mut values = Vec::with_capacity(self.values.len());
+        for (name, f) in &self.values {
+            let v = read(f)?.as_f64();
+            if !v.is_finite() {
+                return Err(DecodeError::new(format!("layout value {name} is {v}")));
+            }
+            values.push(v);
+        }
+        Ok(Decoded {
+            stream,
+            seq,
+            send: Nanos(ns),
+            state,
+            values,
+        })
+    }
+}
+
+fn finite_ns(ns: f64) -> Option<i64> {
+    (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns.round() as i64)
+}
+
+fn parse_type(ty: &str) -> Option<(Kind, bool)> {
+    let (base, big) = match ty {
+        "u8" => return Some((Kind::U8, false)),
+        "i8" => return Some((Kind::I8, false)),
+        t if t.ends_with("be") => (&t[..t.len() - 2], true),
+        t if t.ends_with("le") => (&t[..t.len() - 2], false),
+        _ => return None,
+    };
+    let kind = match base {
+        "u16" => Kind::U16,
+        "i16" => Kind::I16,
+        "u32" => Kind::U32,
+        "i32" => Kind::I32,
+        "u64" => Kind::U64,
+        "i64" => Kind::I64,
+        "f32" => Kind::F32,
+        "f64" => Kind::F64,
+        _ => return None,
+    };
+    Some((kind, big))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_example_decodes() {
+        let l = Layout::parse("seq=u32be@0,send=f64le@4:ms,value=f32le@12*3").unwrap();
+        assert_eq!(l.channels(), ["value0", "value1", "value2"]);
+        let mut p = Vec::new();
+        p.extend_from_slice(&7u32.to_be_bytes());
+        p.extend_from_slice(&1234.5f64.to_le_bytes());
+        for v in [1.5f32, -2.0, 3.25] {
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        let d = l.decode(&p).unwrap();
+        assert_eq!((d.seq, d.send, d.stream), (7, Nanos(1_234_500_000), 0));
+        assert_eq!(d.values, [1.5, -2.0, 3.25]);
+        let err = l.decode(&p[..20]).unwrap_err().to_string();
+        assert!(
+            err.contains("needs 16 bytes, packet has 20") || err.contains("packet has 20"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ticks_stream_state_and_signed_types() {
+        let l = Layout::parse("stream=u8@0,seq=i16le@1,send=u32be@3/60,state=u8@7,x=i8@8").unwrap();
+        let p = [9u8, 0xff, 0xff, 0, 0, 0, 60, 4, 0xfe];
+        let d = l.decode(&p).unwrap();
+        assert_eq!(
+            (d.stream, d.seq, d.send, d.state),
+            (9, -1, Nanos(1_000_000_000), Some(4))
+        );
+        assert_eq!(d.values, [-2.0]);
+    }
+
+    #[test]
+    fn non_finite_values_are_refused() {
+        let l = Layout::parse("seq=u8@0,send=u8@1,v=f32le@2").unwrap();
+        let mut p = vec![1, 2];
+        p.extend_from_slice(&f32::NAN.to_le_bytes());
+        assert!(l.decode(&p).unwrap_err().to_string().contains("NaN"));
+    }
+
+    #[test]
+    fn bad_specs_name_the_field() {
+        for (spec, needle) in [
+            ("seq=u32be@0", "needs a send field"),
+            ("send=u32be@0", "needs a seq field"),
+            ("seq=u33be@0,send=u8@4", "unknown type"),
+            ("seq=u32be,send=u8@4", "TYPE@OFFSET"),
+            ("seq=u32be@x,send=u8@4", "offset"),
+            ("seq=u32be@0,send=u8@4:min", "unit"),
+            ("seq=u32be@0*2,send=u8@4", "only value channels repeat"),
+            ("seq=u32be@0,send=u8@4,v=f32le@8*0", "repeat count"),
+            ("seq=u32be@0:ms,send=u8@4", "only send takes a unit"),
+        ] {
+            let err = Layout::parse(spec).unwrap_err().to_string();
+            assert!(err.contains(needle), "{spec}: {err}");
+        }
+    }
+}

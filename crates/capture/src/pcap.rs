@@ -1,0 +1,602 @@
+//! Reading pcap and pcapng capture files into trace records.
+//!
+//! Every UDP datagram becomes a [`Record`] with its capture time (nanoseconds since the Unix
+//! epoch; nanosecond-resolution files keep their resolution), endpoints and payload. Link types:
+//! Ethernet (with VLAN tags), Linux cooked SLL and SLL2, BSD loopback (NULL/LOOP) and raw IP;
+//! IPv4 and IPv6. IP fragments are reassembled (etherparse's defragmentation pool); fragments
+//! that never complete are counted. Nothing is dropped silently: every frame that is not
+//! imported is counted in [`CaptureSummary`] under its reason.
+//!
+//! SIP packets carrying SDP are scanned for `a=rtpmap` lines ([`crate::sdp`]), so dynamic RTP
+//! payload types get their clock rates.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+
+use etherparse::defrag::IpDefragPool;
+use etherparse::{
+    EtherType, IpNumber, LaxNetSlice, LaxSlicedPacket, NetSlice, SlicedPacket, TransportSlice,
+};
+use pcap_parser::pcapng::Block;
+use pcap_parser::traits::PcapNGPacketBlock;
+use pcap_parser::{Linktype, PcapBlockOwned, PcapError, create_reader};
+
+use crate::Error;
+use crate::filter::Filter;
+use crate::sdp::{self, RtpMap};
+use crate::time::Nanos;
+use crate::trace::{Endpoint, Record, flags};
+
+/// The largest record a capture may claim; anything bigger is corruption, not a packet.
+pub const MAX_RECORD_BYTES: usize = 16 << 20;
+
+/// Fragments waiting longer than this for their siblings are given up (and counted).
+const FRAGMENT_TIMEOUT: Nanos = Nanos::from_secs(30);
+
+/// The most problem examples kept for the summary.
+const MAX_EXAMPLES: usize = 5;
+
+/// What reading a capture found, besides the records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaptureSummary {
+    /// `pcap` or `pcapng`.
+    pub format: String,
+    /// Link types seen, e.g. `ETHERNET`, `LINUX_SLL`.
+    pub link_types: Vec<String>,
+    /// Whether any timestamps had a resolution finer than a microsecond.
+    pub nanosecond: bool,
+    /// Packet records (frames) in the file.
+    pub frames: u64,
+    /// UDP datagrams imported as records.
+    pub udp: u64,
+    /// UDP datagrams the filter left out.
+    pub filtered_out: u64,
+    /// Frames that are not UDP (TCP, ARP, ICMP, ...).
+    pub not_udp: u64,
+    /// Imported datagrams whose payload was cut by the capture's snap length.
+    pub truncated: u64,
+    /// Frames whose headers could not be parsed.
+    pub malformed: u64,
+    /// Frames on a link type this reader does not know.
+    pub unsupported_link: u64,
+    /// IP fragments seen.
+    pub fragments: u64,
+    /// Datagrams rebuilt from fragments.
+    pub reassembled: u64,
+    /// Fragmented datagrams that never completed (waited over 30 s, or the file ended), plus
+    /// fragments refused as malformed.
+    pub fragments_lost: u64,
+    /// Bytes at the end of the file that do not form a whole record (a capture cut short).
+    pub trailing_bytes: u64,
+    /// Payload maps from SDP in SIP packets.
+    pub rtpmaps: Vec<RtpMap>,
+    /// The first few problems, with frame numbers.
+    pub examples: Vec<String>,
+}
+
+impl CaptureSummary {
+    fn note(&mut self, frame: u64, what: impl FnOnce() -> String) {
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(format!("frame {frame}: {}", what()));
+        }
+    }
+
+    /// One line per thing that was not imported, for warnings and trace notes.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut add = |n: u64, what: &str| {
+            if n > 0 {
+                out.push(format!("{n} {what}"));
+            }
+        };
+        add(self.not_udp, "frame(s) are not UDP and were left out");
+        add(self.filtered_out, "UDP datagram(s) did not pass the filter");
+        add(
+            self.malformed,
+            "frame(s) could not be parsed and were skipped",
+        );
+        add(
+            self.unsupported_link,
+            "frame(s) are on an unsupported link type",
+        );
+        add(
+            self.truncated,
+            "datagram(s) were cut by the snap length (kept, marked truncated)",
+        );
+        add(
+            self.fragments_lost,
+            "fragmented datagram(s) never completed",
+        );
+        add(
+            self.trailing_bytes,
+            "byte(s) at the end do not form a whole record (capture cut short)",
+        );
+        out
+    }
+}
+
+/// Per-interface facts (pcapng has one per IDB; legacy pcap has one).
+#[derive(Clone, Copy, Debug)]
+struct Interface {
+    link: i32,
+    /// Timestamp units per second.
+    resolution: u64,
+    /// Seconds added to every timestamp.
+    offset_s: i64,
+}
+
+/// Reads a pcap or pcapng stream, calling `sink` with each UDP datagram in file order.
+///
+/// # Errors
+/// [`Error::Capture`] for a file that is not a capture, a header cut short or a record that
+/// claims an absurd length (with its byte offset); errors returned by `sink`; I/O errors.
+pub fn read_capture<R: Read + Send>(
+    input: R,
+    filter: Option<&Filter>,
+    mut sink: impl FnMut(Record) -> Result<(), Error>,
+) -> Result<CaptureSummary, Error> {
+    let mut reader = create_reader(1 << 20, input).map_err(|e| match e {
+        PcapError::Eof => capture_error(0, "the file is empty"),
+        PcapError::HeaderNotRecognized => {
+            capture_error(0, "not a pcap or pcapng file (unknown magic number)")
+        }
+        PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
+            capture_error(0, "the file header is cut short")
+        }
+        PcapError::ReadError => Error::Io(std::io::Error::other("cannot read the capture")),
+        other => capture_error(0, &format!("cannot read the file header: {other:?}")),
+    })?;
+    let mut state = State {
+        summary: CaptureSummary::default(),
+        interfaces: Vec::new(),
+        big_endian: false,
+        legacy: true,
+        pool: IpDefragPool::new(),
+        last_sweep: Nanos::MIN,
+        filter,
+    };
+    loop {
+        let consumed = reader.consumed() as u64;
+        match reader.next() {
+            Ok((len, block)) => {
+                let record = state.block(block)?;
+                reader.consume(len);
+                if let Some(rec) = record {
+                    sink(rec)?;
+                }
+            }
+            Err(PcapError::Eof) => break,
+            Err(PcapError::UnexpectedEof) => {
+                state.summary.trailing_bytes = reader.data().len() as u64;
+                break;
+            }
+            Err(PcapError::Incomplete(_)) => {
+                reader
+                    .refill()
+                    .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
+            }
+            Err(PcapError::BufferTooSmall) => {
+                let need = state.claimed_len(reader.data());
+                if need > MAX_RECORD_BYTES {
+                    return Err(capture_error(
+                        consumed,
+                        &format!(
+                            "a record claims {need} bytes (more than {MAX_RECORD_BYTES}); the file is corrupt"
+                        ),
+                    ));
+                }
+                reader.grow(need.max(1 << 20) * 2);
+                reader
+                    .refill()
+                    .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
+            }
+            Err(e) => {
+                let reason = match e {
+                    PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
+                        format!("malformed block ({kind:?})")
+                    }
+                    other => format!("{other:?}"),
+                };
+                return Err(capture_error(consumed, &reason));
+            }
+        }
+    }
+    let pending = state.pool_pending();
+    state.summary.fragments_lost += pending;
+    Ok(state.summary)
+}
+
+/// Reads a whole capture into memory.
+///
+/// # Errors
+/// As [`read_capture`].
+pub fn read_capture_all<R: Read + Send>(
+    input: R,
+    filter: Option<&Filter>,
+) -> Result<(Vec<Record>, CaptureSummary), Error> {
+    let mut records = Vec::new();
+    let summary = read_capture(input, filter, |r| {
+        records.push(r);
+        Ok(())
+    })?;
+    Ok((records, summary))
+}
+
+fn capture_error(offset: u64, reason: &str) -> Error {
+    Error::Capture {
+        offset,
+        reason: reason.to_owned(),
+    }
+}
+
+struct State<'f> {
+    summary: CaptureSummary,
+    interfaces: Vec<Interface>,
+    big_endian: bool,
+    legacy: bool,
+    pool: IpDefragPool<Nanos, ()>,
+    last_sweep: Nanos,
+    filter: Option<&'f Filter>,
+}
+
+/// Where the IP layer starts in a frame.
+enum Start<'a> {
+    Ethernet(&'a [u8]),
+    EtherType(EtherType, &'a [u8]),
+    Ip(&'a [u8]),
+}
+
+impl State<'_> {
+    /// The length the record at the front of `data` claims (for growing the buffer).
+    fn claimed_len(&self, data: &[u8]) -> usize {
+        let word = |at: usize| -> usize {
+            let Some(b) = data.get(at..at + 4) else {
+                return 0;
+            };
+            let b = [b[0], b[1], b[2], b[3]];
+            if self.big_endian {
+                u32::from_be_bytes(b) as usize
+            } else {
+                u32::from_le_bytes(b) as usize
+            }
+        };
+        if self.legacy { 16 + word(8) } else { word(4) }
+    }
+
+    fn block(&mut self, block: PcapBlockOwned<'_>) -> Result<Option<Record>, Error> {
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                self.summary.format = "pcap".into();
+                self.big_endian = h.is_bigendian();
+                let nano = h.is_nanosecond_precision();
+                self.summary.nanosecond = nano;
+                self.interfaces = vec![Interface {
+                    link: h.network.0,
+                    resolution: if nano { 1_000_000_000 } else { 1_000_000 },
+                    offset_s: 0,
+                }];
+                self.add_link(h.network);
+                Ok(None)
+            }
+            PcapBlockOwned::Legacy(b) => {
+                let iface = self.interfaces[0];
+                let time = Nanos::from_secs(i64::from(b.ts_sec))
+                    + Nanos(i64::from(b.ts_usec) * (1_000_000_000 / iface.resolution as i64));
+                Ok(self.frame(iface.link, time, b.data, b.origlen))
+            }
+            PcapBlockOwned::NG(block) => {
+                self.summary.format = "pcapng".into();
+                self.legacy = false;
+                match block {
+                    Block::SectionHeader(shb) => {
+                        self.big_endian = shb.big_endian();
+                        self.interfaces.clear();
+                        Ok(None)
+                    }
+                    Block::InterfaceDescription(idb) => {
+                        let resolution = idb.ts_resolution().ok_or_else(|| {
+                            capture_error(0, "an interface has an invalid timestamp resolution")
+                        })?;
+                        if resolution > 1_000_000 {
+                            self.summary.nanosecond = true;
+                        }
+                        self.interfaces.push(Interface {
+                            link: idb.linktype.0,
+                            resolution,
+                            offset_s: idb.ts_offset(),
+                        });
+                        self.add_link(idb.linktype);
+                        Ok(None)
+                    }
+                    Block::EnhancedPacket(epb) => {
+                        let Some(iface) = self.interfaces.get(epb.if_id as usize).copied() else {
+                            self.summary.frames += 1;
+                            self.summary.malformed += 1;
+                            let n = self.summary.frames;
+                            self.summary.note(n, || {
+                                format!("names interface {} which was never described", epb.if_id)
+                            });
+                            return Ok(None);
+                        };
+                        let ticks = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+                        let ns = i128::from(iface.offset_s) * 1_000_000_000
+                            + i128::from(ticks) * 1_000_000_000 / i128::from(iface.resolution);
+                        let time = Nanos(i64::try_from(ns).unwrap_or(i64::MAX));
+                        Ok(self.frame(iface.link, time, epb.packet_data(), epb.origlen))
+                    }
+                    Block::SimplePacket(spb) => {
+                        // No timestamp: the best we can say is "same as the previous one".
+                        let Some(iface) = self.interfaces.first().copied() else {
+                            self.summary.frames += 1;
+                            self.summary.malformed += 1;
+                            return Ok(None);
+                        };
+                        let time = Nanos::ZERO;
+                        Ok(self.frame(iface.link, time, spb.packet_data(), spb.origlen))
+                    }
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+
+    fn add_link(&mut self, link: Linktype) {
+        let name = match link.0 {
+            0 => "NULL".to_owned(),
+            1 => "ETHERNET".to_owned(),
+            12 | 14 | 101 => "RAW".to_owned(),
+            108 => "LOOP".to_owned(),
+            113 => "LINUX_SLL".to_owned(),
+            228 => "IPV4".to_owned(),
+            229 => "IPV6".to_owned(),
+            276 => "LINUX_SLL2".to_owned(),
+            other => format!("LINKTYPE_{other}"),
+        };
+        if !self.summary.link_types.contains(&name) {
+            self.summary.link_types.push(name);
+        }
+    }
+
+    /// Turns one frame into a record, or counts why not.
+    fn frame(&mut self, link: i32, time: Nanos, data: &[u8], orig_len: u32) -> Option<Record> {
+        self.summary.frames += 1;
+        let n = self.summary.frames;
+        let start = match link {
+            1 => Start::Ethernet(data),
+            0 | 108 => match data.get(4) {
+                Some(b) if b >> 4 == 6 => Start::EtherType(EtherType::IPV6, &data[4..]),
+                Some(_) => Start::EtherType(EtherType::IPV4, &data[4..]),
+                None => return self.malformed(n, "loopback frame shorter than 4 bytes"),
+            },
+            12 | 14 | 101 | 228 | 229 => Start::Ip(data),
+            113 => match data.get(14..16) {
+                Some(p) => {
+                    Start::EtherType(EtherType(u16::from_be_bytes([p[0], p[1]])), &data[16..])
+                }
+                None => return self.malformed(n, "Linux SLL frame shorter than 16 bytes"),
+            },
+            276 => match data.get(..2) {
+                Some(p) if data.len() >= 20 => {
+                    Start::EtherType(EtherType(u16::from_be_bytes([p[0], p[1]])), &data[20..])
+                }
+                _ => return self.malformed(n, "Linux SLL2 frame shorter than 20 bytes"),
+            },
+            other => {
+                self.summary.unsupported_link += 1;
+                self.summary
+                    .note(n, || format!("link type {other} is not supported"));
+                return None;
+            }
+        };
+        let strict = match &start {
+            Start::Ethernet(d) => SlicedPacket::from_ethernet(d),
+            Start::EtherType(t, d) => SlicedPacket::from_ether_type(*t, d),
+            Start::Ip(d) => SlicedPacket::from_ip(d),
+        };
+        let truncated_frame = (data.len() as u64) < u64::from(orig_len);
+        match strict {
+            Ok(packet) => self.sliced(n, time, &packet),
+            Err(strict_err) => self.lax(n, time, &start, truncated_frame, &strict_err.to_string()),
+        }
+    }
+
+    fn malformed(&mut self, n: u64, why: &str) -> Option<Record> {
+        self.summary.malformed += 1;
+        self.summary.note(n, || why.to_owned());
+        None
+    }
+
+    fn sliced(&mut self, n: u64, time: Nanos, packet: &SlicedPacket<'_>) -> Option<Record> {
+        let (src_ip, dst_ip, fragmenting): (IpAddr, IpAddr, bool) = match &packet.net {
+            Some(NetSlice::Ipv4(ip)) => (
+                ip.header().source_addr().into(),
+                ip.header().destination_addr().into(),
+                ip.header().is_fragmenting_payload(),
+            ),
+            Some(NetSlice::Ipv6(ip)) => (
+                ip.header().source_addr().into(),
+                ip.header().destination_addr().into(),
+                ip.payload().fragmented,
+            ),
+            _ => {
+                self.summary.not_udp += 1;
+                return None;
+            }
+        };
+        if fragmenting {
+            return self.fragment(n, time, packet, src_ip, dst_ip);
+        }
+        match &packet.transport {
+            Some(TransportSlice::Udp(udp)) => {
+                let src = SocketAddr::new(src_ip, udp.source_port());
+                let dst = SocketAddr::new(dst_ip, udp.destination_port());
+                let len = u32::from(udp.length()).saturating_sub(8);
+                self.emit(time, src, dst, udp.payload(), len)
+            }
+            _ => {
+                self.summary.not_udp += 1;
+                None
+            }
+        }
+    }
+
+    fn fragment(
+        &mut self,
+        n: u64,
+        time: Nanos,
+        packet: &SlicedPacket<'_>,
+        src_ip: IpAddr,
+        dst_ip: IpAddr,
+    ) -> Option<Record> {
+        self.summary.fragments += 1;
+        self.sweep(time);
+        match self.pool.process_sliced_packet(packet, time, ()) {
+            Ok(None) => None,
+            Ok(Some(whole)) => {
+                let payload = whole.payload;
+                if whole.ip_number != IpNumber::UDP {
+                    self.summary.not_udp += 1;
+                    self.pool
+                        .return_buf(etherparse::defrag::IpDefragPayloadVec { payload, ..whole });
+                    return None;
+                }
+                self.summary.reassembled += 1;
+                if payload.len() < 8 {
+                    return self.malformed(n, "reassembled UDP datagram shorter than its header");
+                }
+                let port = |at: usize| u16::from_be_bytes([payload[at], payload[at + 1]]);
+                let src = SocketAddr::new(src_ip, port(0));
+                let dst = SocketAddr::new(dst_ip, port(2));
+                let len = usize::from(port(4)).clamp(8, payload.len());
+                let rec = self.emit(time, src, dst, &payload[8..len], (len - 8) as u32);
+                self.pool
+                    .return_buf(etherparse::defrag::IpDefragPayloadVec { payload, ..whole });
+                rec
+            }
+            Err(e) => {
+                self.summary.fragments_lost += 1;
+                self.summary.note(n, || format!("IP fragment refused: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Gives up fragments that waited too long, counting them.
+    fn sweep(&mut self, now: Nanos) {
+        if now - self.last_sweep < FRAGMENT_TIMEOUT {
+            return;
+        }
+        self.last_sweep = now;
+        let before = self.pool_pending();
+        self.pool.retain(|t| now - *t < FRAGMENT_TIMEOUT);
+        self.summary.fragments_lost += before - self.pool_pending();
+    }
+
+    fn pool_pending(&self) -> u64 {
+        // The pool does not expose its size; its Debug output is not an interface either, so
+        // count by draining a clone.
+        let mut pool = self.pool.clone();
+        let n = std::cell::Cell::new(0u64);
+        pool.retain(|_| {
+            n.set(n.get() + 1);
+            false
+        });
+        n.get()
+    }
+
+    fn lax(
+        &mut self,
+        n: u64,
+        time: Nanos,
+        start: &Start<'_>,
+        truncated_frame: bool,
+        strict_err: &str,
+    ) -> Option<Record> {
+        let lax = match start {
+            Start::Ethernet(d) => LaxSlicedPacket::from_ethernet(d).ok(),
+            Start::EtherType(t, d) => Some(LaxSlicedPacket::from_ether_type(*t, d)),
+            Start::Ip(d) => LaxSlicedPacket::from_ip(d).ok(),
+        };
+        let Some(lax) = lax else {
+            return self.malformed(n, strict_err);
+        };
+        let (src_ip, dst_ip): (IpAddr, IpAddr) = match &lax.net {
+            Some(LaxNetSlice::Ipv4(ip)) => (
+                ip.header().source_addr().into(),
+                ip.header().destination_addr().into(),
+            ),
+            Some(LaxNetSlice::Ipv6(ip)) => (
+                ip.header().source_addr().into(),
+                ip.header().destination_addr().into(),
+            ),
+            _ => return self.malformed(n, strict_err),
+        };
+        match &lax.transport {
+            Some(TransportSlice::Udp(udp)) if truncated_frame => {
+                self.summary.truncated += 1;
+                let src = SocketAddr::new(src_ip, udp.source_port());
+                let dst = SocketAddr::new(dst_ip, udp.destination_port());
+                let len = u32::from(udp.length()).saturating_sub(8);
+                self.emit(time, src, dst, udp.payload(), len)
+            }
+            Some(TransportSlice::Udp(_)) | None => self.malformed(n, strict_err),
+            Some(_) => {
+                self.summary.not_udp += 1;
+                None
+            }
+        }
+    }
+
+    fn emit(
+        &mut self,
+        time: Nanos,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+        orig_len: u32,
+    ) -> Option<Record> {
+        if let Some(f) = self.filter
+            && !f.matches(src, dst)
+        {
+            self.summary.filtered_out += 1;
+            return None;
+        }
+        self.summary.udp += 1;
+        if payload.len() > 16
+            && (src.port() == 5060
+                || dst.port() == 5060
+                || payload.starts_with(b"INVITE")
+                || payload.starts_with(b"SIP/2.0"))
+        {
+            self.summary.rtpmaps.extend(sdp::scan(payload, time));
+        }
+        let mut rec = Record::received(time, payload.to_vec());
+        rec.flags = flags::KERNEL_TIMESTAMP;
+        rec.src = Some(Endpoint(src));
+        rec.dst = Some(Endpoint(dst));
+        rec.orig_len = orig_len.max(payload.len() as u32);
+        Some(rec)
+    }
+}
+
+/// The trace header for records imported from a capture: the decoder to use, the link types,
+/// SDP payload maps (`rtpmap.N` hints) and one note per thing left out.
+pub fn header_for(source_name: &str, summary: &CaptureSummary, decoder: &str) -> crate::Header {
+    let mut header = crate::Header::new(
+        crate::trace::Clock {
+            name: "pcap".into(),
+            realtime_offset_ns: Some(0),
+        },
+        crate::trace::Source {
+            kind: "pcap".into(),
+            detail: format!("{source_name} ({})", summary.format),
+        },
+    );
+    header.decoder = Some(decoder.to_owned());
+    header.link = Some(summary.link_types.join(","));
+    for (i, map) in summary.rtpmaps.iter().enumerate() {
+        header.hints.insert(format!("rtpmap.{i:04}"), map.to_hint());
+    }
+    header.notes = summary.problems();
+    header
+}
