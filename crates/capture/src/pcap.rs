@@ -152,7 +152,8 @@ pub fn read_capture<R: Read + Send>(
         big_endian: false,
         legacy: true,
         pool: IpDefragPool::new(),
-        last_sweep: Nanos::MIN,
+        last_sweep: None,
+        last_time: Nanos::ZERO,
         filter,
     };
     loop {
@@ -185,7 +186,7 @@ pub fn read_capture<R: Read + Send>(
                         ),
                     ));
                 }
-                reader.grow(need.max(1 << 20) * 2);
+                reader.grow((need + 16).max(1 << 20) * 2);
                 reader
                     .refill()
                     .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
@@ -235,7 +236,8 @@ struct State<'f> {
     big_endian: bool,
     legacy: bool,
     pool: IpDefragPool<Nanos, ()>,
-    last_sweep: Nanos,
+    last_sweep: Option<Nanos>,
+    last_time: Nanos,
     filter: Option<&'f Filter>,
 }
 
@@ -247,7 +249,8 @@ enum Start<'a> {
 }
 
 impl State<'_> {
-    /// The length the record at the front of `data` claims (for growing the buffer).
+    /// The length the record at the front of `data` claims: a legacy record's captured
+    /// length, a pcapng block's total length.
     fn claimed_len(&self, data: &[u8]) -> usize {
         let word = |at: usize| -> usize {
             let Some(b) = data.get(at..at + 4) else {
@@ -260,7 +263,7 @@ impl State<'_> {
                 u32::from_le_bytes(b) as usize
             }
         };
-        if self.legacy { 16 + word(8) } else { word(4) }
+        if self.legacy { word(8) } else { word(4) }
     }
 
     fn block(&mut self, block: PcapBlockOwned<'_>) -> Result<Option<Record>, Error> {
@@ -325,13 +328,14 @@ impl State<'_> {
                         Ok(self.frame(iface.link, time, epb.packet_data(), epb.origlen))
                     }
                     Block::SimplePacket(spb) => {
-                        // No timestamp: the best we can say is "same as the previous one".
+                        // No timestamp in a simple packet block: the best we can say is "at the
+                        // same time as the previous packet".
                         let Some(iface) = self.interfaces.first().copied() else {
                             self.summary.frames += 1;
                             self.summary.malformed += 1;
                             return Ok(None);
                         };
-                        let time = Nanos::ZERO;
+                        let time = self.last_time;
                         Ok(self.frame(iface.link, time, spb.packet_data(), spb.origlen))
                     }
                     _ => Ok(None),
@@ -360,6 +364,7 @@ impl State<'_> {
     /// Turns one frame into a record, or counts why not.
     fn frame(&mut self, link: i32, time: Nanos, data: &[u8], orig_len: u32) -> Option<Record> {
         self.summary.frames += 1;
+        self.last_time = time;
         let n = self.summary.frames;
         let start = match link {
             1 => Start::Ethernet(data),
@@ -483,23 +488,24 @@ impl State<'_> {
 
     /// Gives up fragments that waited too long, counting them.
     fn sweep(&mut self, now: Nanos) {
-        if now - self.last_sweep < FRAGMENT_TIMEOUT {
+        let last = *self.last_sweep.get_or_insert(now);
+        if now.as_nanos().saturating_sub(last.as_nanos()) < FRAGMENT_TIMEOUT.as_nanos() {
             return;
         }
-        self.last_sweep = now;
+        self.last_sweep = Some(now);
         let before = self.pool_pending();
-        self.pool.retain(|t| now - *t < FRAGMENT_TIMEOUT);
+        self.pool
+            .retain(|t| now.as_nanos().saturating_sub(t.as_nanos()) < FRAGMENT_TIMEOUT.as_nanos());
         self.summary.fragments_lost += before - self.pool_pending();
     }
 
-    fn pool_pending(&self) -> u64 {
-        // The pool does not expose its size; its Debug output is not an interface either, so
-        // count by draining a clone.
-        let mut pool = self.pool.clone();
+    /// Datagrams waiting for fragments. The pool has no size accessor; a predicate that keeps
+    /// everything visits each entry exactly once.
+    fn pool_pending(&mut self) -> u64 {
         let n = std::cell::Cell::new(0u64);
-        pool.retain(|_| {
+        self.pool.retain(|_| {
             n.set(n.get() + 1);
-            false
+            true
         });
         n.get()
     }
