@@ -70,7 +70,7 @@ fn pcap(link: u32, nano: bool, frames: &[(u32, u32, Vec<u8>, u32)]) -> Vec<u8> {
 
 fn block(kind: u32, body: &[u8]) -> Vec<u8> {
     let mut body = body.to_vec();
-    while body.len() % 4 != 0 {
+    while !body.len().is_multiple_of(4) {
         body.push(0);
     }
     let len = (12 + body.len()) as u32;
