@@ -122,7 +122,7 @@ impl Motion {
 
 /// The sender's state as it evolves tick by tick.
 #[derive(Clone, Debug)]
-struct Mover {
+pub struct Mover {
     motion: Motion,
     rng: Rng,
     pos: [f64; 3],
@@ -133,7 +133,8 @@ struct Mover {
 }
 
 impl Mover {
-    fn new(motion: Motion, seed: u64) -> Self {
+    /// A mover for `motion`; `seed` drives the random walk.
+    pub fn new(motion: Motion, seed: u64) -> Self {
         Self {
             motion,
             rng: Rng::new(seed ^ 0xbb67_ae85_84ca_a73b),
@@ -146,7 +147,7 @@ impl Mover {
     }
 
     /// Values, state and event at sender time `t` seconds (called with increasing `t`).
-    fn at(&mut self, t: f64) -> ([f64; 7], u32, Option<Lifecycle>) {
+    pub fn at(&mut self, t: f64) -> ([f64; 7], u32, Option<Lifecycle>) {
         let circle = |t: f64| {
             let phase = std::f64::consts::TAU * t / 4.0;
             (

@@ -117,8 +117,50 @@ pub enum RecordKind {
     /// header's clock when known. Written by synthetic generators and sender logs, including
     /// for packets the network lost.
     Sent,
+    /// Capture bookkeeping: a MessagePack map ([`CaptureStats`]) in the payload, written by live
+    /// capture at least once a second and at the end: drop counters and a paired
+    /// (realtime, monotonic) clock sample.
+    Stats,
     /// A kind this version does not know; readers skip it.
     Other(u8),
+}
+
+/// What a [`RecordKind::Stats`] record carries. Counters are cumulative since the capture
+/// started, so the last one read is the whole story (or as much as survived a crash).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CaptureStats {
+    /// `CLOCK_REALTIME` when the record was written, ns.
+    pub realtime_ns: i64,
+    /// `CLOCK_MONOTONIC` at the same instant, ns: a step of the realtime clock (NTP) shows as
+    /// a change of `realtime_ns − monotonic_ns` between two stats records.
+    pub monotonic_ns: i64,
+    /// Datagrams received from the socket(s).
+    pub received: u64,
+    /// Datagrams the kernel dropped because the socket's receive queue was full (SO_RXQ_OVFL).
+    pub kernel_drops: u64,
+    /// Datagrams lost between the socket and the file because the writer's queue was full.
+    pub queue_drops: u64,
+    /// Datagrams stamped in user space because the kernel gave no timestamp.
+    pub user_timestamps: u64,
+    /// Whether this is the record written when the capture ended cleanly.
+    pub last: bool,
+}
+
+impl CaptureStats {
+    /// The record carrying these stats.
+    pub fn to_record(&self, time: Nanos) -> Record {
+        let payload = rmp_serde::to_vec_named(self).unwrap_or_default();
+        Record {
+            kind: RecordKind::Stats.code(),
+            ..Record::received(time, payload)
+        }
+    }
+
+    /// Reads the stats of a [`RecordKind::Stats`] record.
+    pub fn from_record(rec: &Record) -> Option<Self> {
+        rmp_serde::from_slice(&rec.payload).ok()
+    }
 }
 
 impl RecordKind {
@@ -127,6 +169,7 @@ impl RecordKind {
         match self {
             Self::Received => 0,
             Self::Sent => 1,
+            Self::Stats => 2,
             Self::Other(code) => code,
         }
     }
@@ -136,6 +179,7 @@ impl RecordKind {
         match code {
             0 => Self::Received,
             1 => Self::Sent,
+            2 => Self::Stats,
             other => Self::Other(other),
         }
     }

@@ -21,14 +21,19 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Record live UDP traffic into a trace, or relay (and impair) it between a client and a
+    /// server.
+    Capture(cmd::capture::Args),
     /// Replay the embedded demo trace through a few fixed delays and write a PNG report.
     Demo(cmd::demo::Args),
-    /// Convert a CSV log into a jitterlab trace.
+    /// Convert a pcap/pcapng capture or a CSV log into a jitterlab trace.
     Import(cmd::import::Args),
     /// Per-stream statistics: packets, loss, duplicates, reordering, RFC 3550 jitter.
     Info(cmd::info::Args),
     /// Replay a trace through a buffer policy and report what a player would have seen.
     Replay(cmd::replay::Args),
+    /// Send probe packets at a steady rate with a known motion (and log them as ground truth).
+    Send(cmd::send::Args),
     /// Generate a synthetic trace with ground truth from a seeded network model.
     Synth(cmd::synth::Args),
 }
@@ -36,10 +41,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Capture(args) => cmd::capture::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Import(args) => cmd::import::run(&args),
         Command::Info(args) => cmd::info::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        Command::Send(args) => cmd::send::run(&args),
         Command::Synth(args) => cmd::synth::run(&args),
     };
     match result {

@@ -329,6 +329,8 @@ pub struct Decoded {
     pub unknown_records: u64,
     /// Bytes at the end of the file that did not form a whole record.
     pub trailing_bytes: u64,
+    /// The last capture bookkeeping record (live captures and relays), if any.
+    pub capture_stats: Option<crate::trace::CaptureStats>,
 }
 
 impl Decoded {
@@ -523,7 +525,11 @@ const MAX_SKIP_EXAMPLES: usize = 5;
 /// Decodes records one by one into a [`Decoded`], as [`decode_trace`] and capture imports do.
 #[derive(Debug)]
 pub struct Collector {
-    decoder: StreamDecoder,
+    /// `None` until the first packet when the header names no decoder (live captures without
+    /// `--decoder`): the first payload then picks probe (by its magic) or RTP.
+    decoder: Option<StreamDecoder>,
+    header: Header,
+    channels: Vec<String>,
     out: Decoded,
     records: u64,
 }
@@ -535,8 +541,9 @@ impl Collector {
     /// The header names no usable decoder and none is given.
     pub fn new(header: &Header, config: Option<DecoderConfig>) -> Result<Self, Error> {
         let config = match config {
-            Some(c) => c,
-            None => DecoderConfig::from_header(header)?,
+            Some(c) => Some(c),
+            None if header.decoder.is_none() => None,
+            None => Some(DecoderConfig::from_header(header)?),
         };
         let mut channels: Vec<String> = header
             .hints
@@ -548,13 +555,15 @@ impl Collector {
                     .collect()
             })
             .unwrap_or_default();
-        if let DecoderKind::Layout(l) = &config.kind
+        if let Some(DecoderKind::Layout(l)) = config.as_ref().map(|c| &c.kind)
             && channels.is_empty()
         {
             channels = l.channels();
         }
         Ok(Self {
-            decoder: StreamDecoder::new(config, channels),
+            decoder: config.map(|c| StreamDecoder::new(c, channels.clone())),
+            header: header.clone(),
+            channels,
             out: Decoded::default(),
             records: 0,
         })
@@ -565,11 +574,33 @@ impl Collector {
         let index = self.records;
         self.records += 1;
         let kind = rec.kind();
-        if let RecordKind::Other(_) = kind {
-            self.out.unknown_records += 1;
-            return;
+        match kind {
+            RecordKind::Other(_) => {
+                self.out.unknown_records += 1;
+                return;
+            }
+            RecordKind::Stats => {
+                match crate::trace::CaptureStats::from_record(rec) {
+                    Some(stats) => self.out.capture_stats = Some(stats),
+                    None => self.out.unknown_records += 1,
+                }
+                return;
+            }
+            RecordKind::Received | RecordKind::Sent => {}
         }
-        match self.decoder.decode(rec) {
+        let channels = &self.channels;
+        let header = &self.header;
+        let decoder = self.decoder.get_or_insert_with(|| {
+            let kind = if rec.payload.starts_with(&probe::MAGIC) {
+                DecoderKind::Probe
+            } else {
+                DecoderKind::Rtp
+            };
+            let mut config = DecoderConfig::new(kind);
+            config.add_hints(header);
+            StreamDecoder::new(config, channels.clone())
+        });
+        match decoder.decode(rec) {
             Ok(sample) if kind == RecordKind::Sent => self.out.truth.push(sample),
             Ok(sample) => self.out.samples.push(sample),
             Err(err) => {
@@ -585,7 +616,10 @@ impl Collector {
 
     /// The decoded trace.
     pub fn finish(mut self) -> Decoded {
-        self.out.streams = self.decoder.into_streams();
+        self.out.streams = self
+            .decoder
+            .map(StreamDecoder::into_streams)
+            .unwrap_or_default();
         self.out
     }
 }

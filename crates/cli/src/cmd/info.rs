@@ -47,6 +47,22 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             format!(", ground truth for {} packets", decoded.truth.len())
         }
     )?;
+    if let Some(c) = decoded.capture_stats {
+        writeln!(
+            out,
+            "capture: {} datagrams received, {} kernel drops, {} queue drops, {} user-space \
+             timestamps{}",
+            c.received,
+            c.kernel_drops,
+            c.queue_drops,
+            c.user_timestamps,
+            if c.last {
+                ""
+            } else {
+                " (the capture did not end cleanly)"
+            }
+        )?;
+    }
     for (info, s) in decoded.streams.iter().zip(&stats) {
         writeln!(out, "\nstream {} ({})", info.id, info.label())?;
         writeln!(
@@ -157,5 +173,12 @@ fn info_json(decoded: &Decoded, stats: &[StreamStats], capture: Option<&CaptureS
         "truth_packets": decoded.truth.len(),
         "skipped": decoded.skipped,
         "trailing_bytes": decoded.trailing_bytes,
+        "capture_stats": decoded.capture_stats.map(|c| json!({
+            "received": c.received,
+            "kernel_drops": c.kernel_drops,
+            "queue_drops": c.queue_drops,
+            "user_timestamps": c.user_timestamps,
+            "ended_cleanly": c.last,
+        })),
     })
 }

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
+pub(crate) mod capture;
 pub(crate) mod demo;
 pub(crate) mod import;
 pub(crate) mod info;
 pub(crate) mod replay;
+pub(crate) mod send;
 pub(crate) mod synth;

@@ -7,5 +7,6 @@
 mod bad_input;
 mod commands;
 mod contracts;
+mod live;
 mod util;
 mod wireshark;

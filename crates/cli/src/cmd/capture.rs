@@ -1,0 +1,226 @@
+//! `jitterlab capture`: record live UDP traffic, or relay it between a client and a server.
+
+use std::fs::OpenOptions;
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, bail};
+use jitterlab_capture::decode::DecoderConfig;
+use jitterlab_capture::live::{self, Config, Status};
+use jitterlab_capture::netmodel::ModelSpec;
+use jitterlab_capture::time::parse_duration;
+use jitterlab_capture::trace::{Clock, Header, Source};
+
+/// Arguments of `jitterlab capture`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Where to listen: HOST:PORT, or PORT alone for 127.0.0.1:PORT (loopback unless told
+    /// otherwise).
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// The trace to write (appended to as packets arrive; readable even after a crash).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Stop after this long, e.g. 60s.
+    #[arg(long, value_name = "TIME")]
+    duration: Option<String>,
+    /// Stop after this many datagrams.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Bytes of each datagram's payload to keep (the full length is recorded).
+    #[arg(long, value_name = "BYTES", default_value_t = 65_535)]
+    snaplen: usize,
+    /// Relay mode: forward client datagrams to this server and its replies back.
+    #[arg(long, value_name = "UPSTREAM")]
+    forward: Option<String>,
+    /// Relay mode: impair both directions with a seeded network model, e.g.
+    /// delay=40ms,jitter=15ms,loss=2%,burst=4,reorder=1%,duplicate=0.5%,seed=7.
+    #[arg(long, value_name = "SPEC", requires = "forward")]
+    impair: Option<String>,
+    /// Relay mode: delay packets by a recorded series (one delay in ms per line, or a
+    /// Mahimahi delivery trace).
+    #[arg(long, value_name = "FILE", requires = "forward")]
+    impair_trace: Option<PathBuf>,
+    /// Payload decoder named in the trace and used for the live status: rtp, probe or
+    /// layout:SPEC (default: picked from the first datagram).
+    #[arg(long, value_name = "NAME")]
+    decoder: Option<String>,
+}
+
+/// Parses HOST:PORT, or PORT alone as loopback.
+pub(crate) fn parse_addr(text: &str, what: &str) -> Result<SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .with_context(|| format!("{what} '{text}': expected HOST:PORT or PORT"))
+}
+
+/// Whether `text` looks like a Mahimahi delivery trace: whole milliseconds, never decreasing.
+fn is_mahimahi(path: &Path) -> Result<bool> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut last = 0u64;
+    let mut lines = 0;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let Ok(v) = line.parse::<u64>() else {
+            return Ok(false);
+        };
+        if v < last {
+            return Ok(false);
+        }
+        last = v;
+        lines += 1;
+    }
+    Ok(lines > 1)
+}
+
+pub(crate) fn run(args: &Args) -> Result<()> {
+    let listen = parse_addr(&args.listen, "--listen")?;
+    let forward = args
+        .forward
+        .as_deref()
+        .map(|f| parse_addr(f, "--forward"))
+        .transpose()?;
+    let mut impair = args
+        .impair
+        .as_deref()
+        .map(str::parse::<ModelSpec>)
+        .transpose()?;
+    if let Some(path) = &args.impair_trace {
+        let spec = impair.get_or_insert_with(ModelSpec::default);
+        if is_mahimahi(path)? {
+            spec.link = Some(path.clone());
+        } else {
+            spec.delays = Some(path.clone());
+        }
+    }
+    let decoder = args
+        .decoder
+        .as_deref()
+        .map(DecoderConfig::parse)
+        .transpose()?;
+    if args.snaplen == 0 {
+        bail!("--snaplen 0: must be at least 1 byte");
+    }
+    let mut config = Config::listen(listen);
+    config.forward = forward;
+    config.impair = impair.clone();
+    config.snaplen = args.snaplen.min(65_535);
+    config.duration = args
+        .duration
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--duration {e}"))?
+        .map(|d| std::time::Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(0)));
+    config.count = args.count;
+    config.decoder = decoder.clone();
+    let mut header = Header::new(
+        Clock {
+            name: "CLOCK_REALTIME".into(),
+            realtime_offset_ns: Some(0),
+        },
+        Source {
+            kind: if forward.is_some() { "relay" } else { "live" }.into(),
+            detail: match forward {
+                Some(up) => format!("relay {listen} ⇄ {up}"),
+                None => format!("listening on {listen}"),
+            },
+        },
+    );
+    header.decoder = decoder.as_ref().map(DecoderConfig::name);
+    if let Some(spec) = &impair {
+        header.notes.push(format!("impairment: {spec}"));
+    }
+    let mut open = OpenOptions::new();
+    open.write(true);
+    if args.force {
+        open.create(true).truncate(true);
+    } else {
+        open.create_new(true);
+    }
+    let file = open.open(&args.output).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => anyhow::anyhow!(
+            "{} already exists (pass --force to overwrite)",
+            args.output.display()
+        ),
+        _ => anyhow::anyhow!("cannot create {}: {e}", args.output.display()),
+    })?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let tty = std::io::stderr().is_terminal();
+    eprintln!(
+        "capturing on {listen}{} into {} (Ctrl-C to stop)",
+        forward.map_or(String::new(), |u| format!(", relaying to {u}")),
+        args.output.display()
+    );
+    let summary = live::run(&config, file, &header, &stop, |s| {
+        if tty {
+            eprint!("\r\x1b[2K{}", status_line(s));
+            let _ = std::io::stderr().flush();
+        }
+    })
+    .with_context(|| format!("capture into {}", args.output.display()))?;
+    if tty {
+        eprintln!();
+    }
+    let st = summary.stats;
+    eprintln!(
+        "captured {} datagrams from {} stream(s) in {:.1} s into {} ({} records): {} kernel drops, \
+         {} queue drops, {} user-space timestamps{}",
+        st.received,
+        summary.status.streams,
+        summary.status.elapsed.as_secs_f64(),
+        args.output.display(),
+        summary.records,
+        st.kernel_drops,
+        st.queue_drops,
+        st.user_timestamps,
+        if forward.is_some() {
+            format!(
+                "; relay forwarded {}, impairment dropped {} and duplicated {}{}",
+                summary.forwarded,
+                summary.impaired_drops,
+                summary.duplicates_added,
+                if summary.unforwarded > 0 {
+                    format!(
+                        ", {} not forwarded (more than 1024 clients)",
+                        summary.unforwarded
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+fn status_line(s: &Status) -> String {
+    let secs = s.elapsed.as_secs_f64();
+    format!(
+        "{:>7.1} s  {:>9} pkts  {:>8.0} pkt/s  {} stream(s)  lost {}  drops {}  jitter {:.2} ms",
+        secs,
+        s.packets,
+        if secs > 0.0 {
+            s.packets as f64 / secs
+        } else {
+            0.0
+        },
+        s.streams,
+        s.lost,
+        s.drops,
+        s.jitter_ms
+    )
+}

@@ -1,0 +1,95 @@
+//! `jitterlab send`: probe packets at a steady rate with a known motion, logged as ground truth.
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Result, anyhow};
+use jitterlab_capture::sender::{SendConfig, send};
+use jitterlab_capture::synth::Motion;
+use jitterlab_capture::time::parse_duration;
+
+use crate::cmd::capture::parse_addr;
+
+/// Arguments of `jitterlab send`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Where to send: HOST:PORT, or PORT alone for 127.0.0.1:PORT.
+    #[arg(long, value_name = "ADDR")]
+    to: String,
+    /// Packets per second.
+    #[arg(long, default_value_t = 20.0)]
+    rate: f64,
+    /// How long to send, e.g. 30s.
+    #[arg(long, default_value = "30s")]
+    duration: String,
+    /// The motion the probe values follow: circle, walk, stop-go or teleport.
+    #[arg(long, default_value = "circle")]
+    motion: String,
+    /// Seed for the walk motion.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The probe stream id.
+    #[arg(long, default_value_t = 0)]
+    stream: u32,
+    /// Record exactly what was sent (ground truth for replay) into this trace.
+    #[arg(long, value_name = "SENDER.jtr")]
+    log: Option<PathBuf>,
+    /// Overwrite the log if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+pub(crate) fn run(args: &Args) -> Result<()> {
+    let to = parse_addr(&args.to, "--to")?;
+    let duration = parse_duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
+    let config = SendConfig {
+        to,
+        rate_hz: args.rate,
+        duration: std::time::Duration::from_nanos(u64::try_from(duration.as_nanos()).unwrap_or(0)),
+        motion: Motion::parse(&args.motion)?,
+        seed: args.seed,
+        stream: args.stream,
+    };
+    let log = match &args.log {
+        Some(path) => {
+            let mut open = OpenOptions::new();
+            open.write(true);
+            if args.force {
+                open.create(true).truncate(true);
+            } else {
+                open.create_new(true);
+            }
+            Some(open.open(path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    anyhow!(
+                        "{} already exists (pass --force to overwrite)",
+                        path.display()
+                    )
+                }
+                _ => anyhow!("cannot create {}: {e}", path.display()),
+            })?)
+        }
+        None => None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let s = send(&config, log, &stop)?;
+    eprintln!(
+        "sent {} probe packets to {to} over {:.3} s at {} Hz: drift {:+.1} ppm, latest send {:.3} ms behind schedule{}",
+        s.sent,
+        s.span.as_secs_f64(),
+        args.rate,
+        s.drift * 1e6,
+        s.max_late.as_secs_f64() * 1e3,
+        if s.refused > 0 {
+            format!(", {} refused (nothing listening)", s.refused)
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}

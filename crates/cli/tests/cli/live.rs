@@ -1,0 +1,364 @@
+//! Real sockets on loopback: `jitterlab send` through `jitterlab capture --forward --impair`
+//! into `jitterlab capture`, each a real process stopped with a real signal.
+
+use std::collections::BTreeMap;
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jitterlab_capture::decode::probe::Probe;
+use jitterlab_capture::trace::{Direction, RecordKind, flags};
+use jitterlab_capture::{Reader, Record};
+
+use crate::util::json;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("jitterlab")
+}
+
+/// A free loopback UDP port (bound and released; the OS does not hand it out again at once).
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a capture to bind: its output file appears once the socket is up.
+fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// Sends SIGINT and returns the process's stderr.
+fn interrupt(child: Child) -> String {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "capture failed: {err}");
+    err
+}
+
+fn records(path: &Path) -> Vec<Record> {
+    let mut r = Reader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    while let Some(rec) = r.read_record().unwrap() {
+        out.push(rec);
+    }
+    assert_eq!(r.trailing_bytes(), 0, "{} ended mid-record", path.display());
+    out
+}
+
+fn ticks<'a>(recs: impl Iterator<Item = &'a Record>) -> BTreeMap<u64, usize> {
+    let mut m = BTreeMap::new();
+    for r in recs {
+        *m.entry(Probe::parse(&r.payload).unwrap().tick).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The acceptance test: 20,000 probes at 2,000/s through the relay with
+/// `loss=5%,seed=1`; the listener's trace holds exactly the sender's log minus what the relay
+/// recorded as dropped, and `info` reports that loss.
+#[test]
+fn relay_with_loss_delivers_exactly_the_log_minus_the_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p_listen, p_relay) = (free_port(), free_port());
+    let (listen_out, relay_out, log) = (
+        dir.path().join("listen.jtr"),
+        dir.path().join("relay.jtr"),
+        dir.path().join("sender.jtr"),
+    );
+    let listener = spawn(&[
+        "capture",
+        "--listen",
+        &p_listen.to_string(),
+        "-o",
+        listen_out.to_str().unwrap(),
+    ]);
+    wait_for(&listen_out);
+    let relay = spawn(&[
+        "capture",
+        "--listen",
+        &p_relay.to_string(),
+        "--forward",
+        &p_listen.to_string(),
+        "--impair",
+        "loss=5%,seed=1",
+        "-o",
+        relay_out.to_str().unwrap(),
+    ]);
+    wait_for(&relay_out);
+    let sent = Command::new(bin())
+        .args([
+            "send",
+            "--to",
+            &p_relay.to_string(),
+            "--rate",
+            "2000",
+            "--duration",
+            "10s",
+        ])
+        .arg("--log")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let relay_err = interrupt(relay);
+    let listen_err = interrupt(listener);
+    assert!(
+        listen_err.contains("captured 2") || listen_err.contains("captured 1"),
+        "{listen_err}"
+    );
+
+    let sender = records(&log);
+    let relay = records(&relay_out);
+    let listen = records(&listen_out);
+    let logged = ticks(sender.iter().filter(|r| r.kind() == RecordKind::Sent));
+    assert_eq!(logged.len(), 20_000);
+    // The relay's ground truth is every datagram it took in; its receptions are what it sent on.
+    let ingress = ticks(relay.iter().filter(|r| r.kind() == RecordKind::Sent));
+    let forwarded = ticks(relay.iter().filter(|r| r.kind() == RecordKind::Received));
+    assert_eq!(ingress, logged, "loopback lost nothing before the relay");
+    let dropped: Vec<u64> = ingress
+        .keys()
+        .filter(|t| !forwarded.contains_key(t))
+        .copied()
+        .collect();
+    let rate = dropped.len() as f64 / 20_000.0;
+    assert!((0.04..0.06).contains(&rate), "relay dropped {rate}");
+    let captured = ticks(listen.iter().filter(|r| r.kind() == RecordKind::Received));
+    assert_eq!(
+        captured, forwarded,
+        "the listener holds exactly what the relay forwarded"
+    );
+    let mut expect = logged.clone();
+    for t in &dropped {
+        expect.remove(t);
+    }
+    assert_eq!(captured, expect);
+    assert!(
+        relay
+            .iter()
+            .all(|r| r.kind() == RecordKind::Stats || r.direction() == Direction::ToUpstream)
+    );
+    assert!(
+        listen
+            .iter()
+            .filter(|r| r.kind() == RecordKind::Received)
+            .all(|r| r.flags & flags::KERNEL_TIMESTAMP != 0)
+    );
+    assert!(
+        relay_err.contains(&format!("impairment dropped {}", dropped.len())),
+        "{relay_err}"
+    );
+
+    // `info` reports that loss (inside the received range; edge losses are invisible to any
+    // receiver without the log).
+    let info = json(&["info".as_ref(), "--json".as_ref(), listen_out.as_os_str()]);
+    let (first, last) = (
+        captured.keys().next().unwrap(),
+        captured.keys().last().unwrap(),
+    );
+    let inside = dropped.iter().filter(|t| *t > first && *t < last).count();
+    assert_eq!(
+        info["streams"][0]["lost"].as_u64().unwrap() as usize,
+        inside
+    );
+    assert_eq!(
+        info["capture_stats"]["received"].as_u64().unwrap() as usize,
+        20_000 - dropped.len()
+    );
+    assert_eq!(info["capture_stats"]["ended_cleanly"], true);
+}
+
+/// A real client and a real server (an echo) on either side of the relay: both directions are
+/// forwarded and recorded with their direction.
+#[test]
+fn relay_forwards_and_records_both_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let echo = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let echo_port = echo.local_addr().unwrap().port();
+    echo.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut n = 0;
+        let start = Instant::now();
+        while n < 200 && start.elapsed() < Duration::from_secs(20) {
+            if let Ok((len, from)) = echo.recv_from(&mut buf) {
+                echo.send_to(&buf[..len], from).unwrap();
+                n += 1;
+            }
+        }
+        n
+    });
+    let p_relay = free_port();
+    let out = dir.path().join("relay.jtr");
+    let relay = spawn(&[
+        "capture",
+        "--listen",
+        &p_relay.to_string(),
+        "--forward",
+        &echo_port.to_string(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    wait_for(&out);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(("127.0.0.1", p_relay)).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    for i in 0..200u32 {
+        client.send(&i.to_be_bytes()).unwrap();
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &i.to_be_bytes(), "echo through the relay");
+    }
+    assert_eq!(server.join().unwrap(), 200);
+    interrupt(relay);
+    let recs = records(&out);
+    let up = recs
+        .iter()
+        .filter(|r| r.direction() == Direction::ToUpstream)
+        .count();
+    let down = recs
+        .iter()
+        .filter(|r| r.direction() == Direction::ToClient)
+        .count();
+    assert_eq!((up, down), (200, 200));
+    let client_addr = client.local_addr().unwrap();
+    assert!(
+        recs.iter()
+            .filter(|r| r.direction() == Direction::ToClient)
+            .all(|r| r.dst.unwrap().0 == client_addr)
+    );
+}
+
+/// Ctrl-C and SIGTERM both finish the file cleanly with a summary.
+#[test]
+fn capture_sigterm_and_sigint_finish_cleanly() {
+    for signal in ["-INT", "-TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let out = dir.path().join("c.jtr");
+        let child = spawn(&[
+            "capture",
+            "--listen",
+            &port.to_string(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        wait_for(&out);
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for i in 0..50u8 {
+            sock.send_to(&[i; 20], ("127.0.0.1", port)).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        let res = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert!(
+            res.status.success() && err.contains("captured 50 datagrams"),
+            "{signal}: {err}"
+        );
+        let recs = records(&out);
+        assert_eq!(
+            recs.iter()
+                .filter(|r| r.kind() == RecordKind::Received)
+                .count(),
+            50
+        );
+        let last = recs.last().unwrap();
+        assert_eq!(last.kind(), RecordKind::Stats);
+        assert!(
+            jitterlab_capture::trace::CaptureStats::from_record(last)
+                .unwrap()
+                .last
+        );
+    }
+}
+
+/// --count stops the capture by itself; the status of each datagram's clock is recorded.
+#[test]
+fn capture_count_stops_and_keeps_payload_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let out = dir.path().join("c.jtr");
+    let child = spawn(&[
+        "capture",
+        "--listen",
+        &port.to_string(),
+        "-o",
+        out.to_str().unwrap(),
+        "--count",
+        "10",
+        "--snaplen",
+        "8",
+    ]);
+    wait_for(&out);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..10 {
+        sock.send_to(&[7u8; 100], ("127.0.0.1", port)).unwrap();
+    }
+    let res = child.wait_with_output().unwrap();
+    assert!(res.status.success());
+    let recs: Vec<_> = records(&out)
+        .into_iter()
+        .filter(|r| r.kind() == RecordKind::Received)
+        .collect();
+    assert_eq!(recs.len(), 10);
+    assert!(
+        recs.iter()
+            .all(|r| r.payload.len() == 8 && r.orig_len == 100 && r.is_truncated())
+    );
+    assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
+}
+
+/// An existing output is refused without --force, before anything is received.
+#[test]
+fn capture_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.jtr");
+    std::fs::write(&out, b"precious").unwrap();
+    let res = Command::new(bin())
+        .args(["capture", "--listen", &free_port().to_string(), "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("already exists"));
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+}
