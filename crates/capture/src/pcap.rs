@@ -568,14 +568,9 @@ impl State<'_> {
             return None;
         }
         self.summary.udp += 1;
-        if payload.len() > 16
-            && (src.port() == 5060
-                || dst.port() == 5060
-                || payload.starts_with(b"INVITE")
-                || payload.starts_with(b"SIP/2.0"))
-        {
-            self.summary.rtpmaps.extend(sdp::scan(payload, time));
-        }
+        self.summary
+            .rtpmaps
+            .extend(sdp::scan_sip(src, dst, payload, time));
         let mut rec = Record::received(time, payload.to_vec());
         rec.flags = flags::KERNEL_TIMESTAMP;
         rec.src = Some(Endpoint(src));

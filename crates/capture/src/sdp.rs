@@ -65,6 +65,19 @@ impl RtpMap {
     }
 }
 
+/// The rtpmaps of a datagram that looks like SIP (port 5060, or a request/response line).
+pub fn scan_sip(src: SocketAddr, dst: SocketAddr, payload: &[u8], time: Nanos) -> Vec<RtpMap> {
+    let sip = src.port() == 5060
+        || dst.port() == 5060
+        || payload.starts_with(b"INVITE")
+        || payload.starts_with(b"SIP/2.0");
+    if sip && payload.len() > 16 {
+        scan(payload, time)
+    } else {
+        Vec::new()
+    }
+}
+
 /// Finds the rtpmap lines of an SDP body inside a UDP payload (a SIP message), if any.
 pub fn scan(payload: &[u8], time: Nanos) -> Vec<RtpMap> {
     let Some(start) = find(payload, b"v=0") else {
@@ -126,9 +139,10 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Picks the map for a packet of payload type `pt` between `src` and `dst` first seen at `at`:
-/// the latest announcement for one of its endpoints at or before `at` (else the earliest after
-/// it), else one that names no endpoint, else any announcement of `pt` if they all agree.
+/// Picks the map for a packet of payload type `pt` between `src` and `dst` first seen at `at`,
+/// among announcements made at or before `at` (as Wireshark applies SDP to later packets
+/// only): the latest for one of its endpoints, else the latest that names no endpoint, else any
+/// announcement of `pt` if they all agree.
 pub fn lookup<'a>(
     maps: &'a [RtpMap],
     pt: u8,
@@ -136,15 +150,11 @@ pub fn lookup<'a>(
     dst: Option<SocketAddr>,
     at: Nanos,
 ) -> Option<&'a RtpMap> {
-    let pick = |candidates: Vec<&'a RtpMap>| -> Option<&'a RtpMap> {
-        candidates
-            .iter()
-            .filter(|m| m.time <= at)
-            .max_by_key(|m| m.time)
-            .or_else(|| candidates.iter().min_by_key(|m| m.time))
-            .copied()
+    let pick = |candidates: Vec<&'a RtpMap>| candidates.into_iter().max_by_key(|m| m.time);
+    let of_pt = || {
+        maps.iter()
+            .filter(move |m| m.payload_type == pt && m.time <= at)
     };
-    let of_pt = || maps.iter().filter(move |m| m.payload_type == pt);
     let by_endpoint: Vec<_> = of_pt()
         .filter(|m| m.endpoint.is_some() && (m.endpoint == src || m.endpoint == dst))
         .collect();
@@ -208,14 +218,16 @@ mod tests {
             lookup(&maps, 99, ep("10.0.0.1:1"), ep("10.0.0.2:6000"), Nanos(at))
                 .map(|m| m.clock_rate)
         };
+        assert_eq!(rate(-1), None, "an SDP applies to later packets only");
         assert_eq!(rate(50), Some(8000));
         assert_eq!(rate(150), Some(16000));
         assert_eq!(rate(999), Some(32000));
-        // Another endpoint: the maps disagree, so no guess.
-        assert_eq!(
-            lookup(&maps, 99, ep("10.9.9.9:1"), ep("10.9.9.9:2"), Nanos(0)),
-            None
-        );
+        // Another endpoint: once the maps announced so far disagree, no guess.
+        let other = |at| {
+            lookup(&maps, 99, ep("10.9.9.9:1"), ep("10.9.9.9:2"), Nanos(at)).map(|m| m.clock_rate)
+        };
+        assert_eq!(other(0), Some(8000));
+        assert_eq!(other(999), None);
         assert_eq!(lookup(&maps, 98, None, None, Nanos(0)), None);
     }
 }

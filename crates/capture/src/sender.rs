@@ -6,16 +6,24 @@
 
 use std::fs::File;
 use std::io::BufWriter;
+use std::io::IoSlice;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use nix::sys::socket::{ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage, sendmmsg};
 
 use crate::Error;
 use crate::decode::probe::Probe;
 use crate::live::{FLUSH_INTERVAL, realtime};
 use crate::synth::{Motion, Mover};
+use crate::time::Nanos;
 use crate::trace::{Clock, Direction, Endpoint, Header, Record, Source, Writer};
+
+/// The most datagrams handed to the kernel in one `sendmmsg` call.
+const BATCH: usize = 64;
 
 /// What to send.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +40,8 @@ pub struct SendConfig {
     pub seed: u64,
     /// The probe stream id.
     pub stream: u32,
+    /// Pad each datagram with zeros to this many bytes (0: the probe's natural 88 bytes).
+    pub size: usize,
 }
 
 /// What was sent.
@@ -82,6 +92,12 @@ pub fn send(
     log: Option<File>,
     stop: &AtomicBool,
 ) -> Result<SendSummary, Error> {
+    if config.size > 65_507 {
+        return Err(Error::Invalid(format!(
+            "--size {}: a UDP datagram carries at most 65507 bytes",
+            config.size
+        )));
+    }
     if !(config.rate_hz > 0.0 && config.rate_hz <= 1_000_000.0) {
         return Err(Error::Invalid(format!(
             "--rate {}: must be above 0 and at most 1000000 packets/s",
@@ -113,46 +129,85 @@ pub fn send(
     let mut last_flush = start;
     let mut first_sent = None;
     let mut last_sent = start;
-    for tick in 0..count {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let offset = Duration::from_secs_f64(tick as f64 * interval);
-        let deadline = start + offset;
+    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(BATCH, None);
+    let mut batch: Vec<(Vec<u8>, Nanos, Instant)> = Vec::with_capacity(BATCH);
+    let deadline = |tick: u64| start + Duration::from_secs_f64(tick as f64 * interval);
+    let mut tick = 0;
+    while tick < count && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
-        if deadline > now {
-            thread::sleep(deadline - now);
+        if deadline(tick) > now {
+            thread::sleep(deadline(tick) - now);
         }
-        let (values, state, event) = mover.at(offset.as_secs_f64());
-        let send = realtime();
-        let payload = Probe {
-            stream: config.stream,
-            tick,
-            send,
-            state,
-            event,
-            values: values.to_vec(),
+        // Everything already due goes out in one sendmmsg call: at high rates the sender
+        // keeps up without drifting, at low rates batches are one packet.
+        let now = Instant::now();
+        while tick < count && batch.len() < BATCH && deadline(tick) <= now {
+            let offset = tick as f64 * interval;
+            let (values, state, event) = mover.at(offset);
+            let send = realtime();
+            let mut payload = Probe {
+                stream: config.stream,
+                tick,
+                send,
+                state,
+                event,
+                values: values.to_vec(),
+            }
+            .emit();
+            if payload.len() < config.size {
+                payload.resize(config.size, 0);
+            }
+            batch.push((payload, send, deadline(tick)));
+            tick += 1;
         }
-        .emit();
         let at = Instant::now();
-        match sock.send(&payload) {
-            Ok(_) => summary.sent += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => summary.refused += 1,
-            Err(e) => return Err(e.into()),
+        let mut done = 0;
+        while done < batch.len() {
+            let iovs: Vec<[IoSlice<'_>; 1]> = batch[done..]
+                .iter()
+                .map(|(p, _, _)| [IoSlice::new(p)])
+                .collect();
+            let addrs = vec![None; iovs.len()];
+            let none: [ControlMessage<'_>; 0] = [];
+            match sendmmsg(
+                sock.as_raw_fd(),
+                &mut headers,
+                &iovs,
+                addrs,
+                none,
+                MsgFlags::empty(),
+            ) {
+                Ok(results) => {
+                    let n = results.count().max(1);
+                    summary.sent += n as u64;
+                    done += n;
+                }
+                Err(nix::errno::Errno::ECONNREFUSED) => {
+                    // Nothing listening (yet): that datagram is gone; the log still has it.
+                    summary.refused += 1;
+                    done += 1;
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(Error::Io(e.into())),
+            }
         }
-        summary.max_late = summary.max_late.max(at.saturating_duration_since(deadline));
+        for (payload, send, due) in batch.drain(..) {
+            summary.max_late = summary.max_late.max(at.saturating_duration_since(due));
+            if let Some(w) = &mut log {
+                let mut rec = Record::sent(send, payload);
+                rec.direction = Direction::Unknown.code();
+                rec.src = Some(Endpoint(local));
+                rec.dst = Some(Endpoint(config.to));
+                w.write(&rec)?;
+            }
+        }
         first_sent.get_or_insert(at);
         last_sent = at;
-        if let Some(w) = &mut log {
-            let mut rec = Record::sent(send, payload);
-            rec.direction = Direction::Unknown.code();
-            rec.src = Some(Endpoint(local));
-            rec.dst = Some(Endpoint(config.to));
-            w.write(&rec)?;
-            if last_flush.elapsed() >= FLUSH_INTERVAL {
-                last_flush = Instant::now();
-                w.flush()?;
-            }
+        if let Some(w) = &mut log
+            && last_flush.elapsed() >= FLUSH_INTERVAL
+        {
+            last_flush = Instant::now();
+            w.flush()?;
         }
     }
     if let Some(w) = log {

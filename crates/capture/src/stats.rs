@@ -2,6 +2,86 @@
 
 use std::collections::HashSet;
 
+/// The sequence numbers seen so far: a bitmap over the stream's range (one bit per number, up
+/// to 64 Mi numbers), a hash set for streams whose numbers are spread wider than that.
+#[derive(Debug)]
+enum SeqSet {
+    Bits { base: i64, words: Vec<u64> },
+    Hash(HashSet<i64>),
+}
+
+impl SeqSet {
+    const MAX_BITS: i64 = 1 << 26;
+
+    fn new() -> Self {
+        Self::Bits {
+            base: i64::MIN,
+            words: Vec::new(),
+        }
+    }
+
+    /// Inserts `seq`; false if it was already there.
+    fn insert(&mut self, seq: i64) -> bool {
+        if let Self::Bits { base, words } = self {
+            if *base == i64::MIN {
+                *base = seq.saturating_sub(1 << 16);
+            }
+            let off = seq
+                .checked_sub(*base)
+                .filter(|o| (0..Self::MAX_BITS).contains(o));
+            match off {
+                Some(off) => {
+                    let (w, b) = ((off / 64) as usize, off % 64);
+                    if w >= words.len() {
+                        words.resize((w + 1).next_power_of_two(), 0);
+                    }
+                    let fresh = words[w] & (1 << b) == 0;
+                    words[w] |= 1 << b;
+                    return fresh;
+                }
+                None => {
+                    let mut set = HashSet::new();
+                    for (i, word) in words.iter().enumerate() {
+                        for b in 0..64 {
+                            if word & (1 << b) != 0 {
+                                set.insert(*base + i as i64 * 64 + b);
+                            }
+                        }
+                    }
+                    *self = Self::Hash(set);
+                }
+            }
+        }
+        match self {
+            Self::Hash(set) => set.insert(seq),
+            Self::Bits { .. } => unreachable!("converted above"),
+        }
+    }
+
+    /// The distinct numbers in ascending order.
+    fn sorted(&self) -> Vec<i64> {
+        match self {
+            Self::Bits { base, words } => {
+                let mut out = Vec::new();
+                for (i, word) in words.iter().enumerate() {
+                    let mut w = *word;
+                    while w != 0 {
+                        let b = i64::from(w.trailing_zeros());
+                        out.push(*base + i as i64 * 64 + b);
+                        w &= w - 1;
+                    }
+                }
+                out
+            }
+            Self::Hash(set) => {
+                let mut v: Vec<i64> = set.iter().copied().collect();
+                v.sort_unstable();
+                v
+            }
+        }
+    }
+}
+
 use crate::decode::{Decoded, Sample, StreamInfo};
 use crate::time::Nanos;
 
@@ -278,7 +358,7 @@ pub fn stats_for<'a>(info: &StreamInfo, samples: impl Iterator<Item = &'a Sample
         last_arrival: Nanos::MIN,
         ..StreamStats::default()
     };
-    let mut seen = HashSet::new();
+    let mut seen = SeqSet::new();
     let mut jitter = Jitter::default();
     let mut highest = i64::MIN;
     let mut wireshark = info.ssrc.map(|_| WiresharkRtp::default());
@@ -307,8 +387,7 @@ pub fn stats_for<'a>(info: &StreamInfo, samples: impl Iterator<Item = &'a Sample
     if s.packets == 0 {
         return StreamStats::default();
     }
-    let mut seqs: Vec<i64> = seen.into_iter().collect();
-    seqs.sort_unstable();
+    let seqs = seen.sorted();
     s.first_seq = seqs[0];
     s.last_seq = seqs[seqs.len() - 1];
     s.expected = (s.last_seq - s.first_seq) as u64 + 1;
@@ -374,6 +453,30 @@ mod tests {
             Nanos::from_millis(send_ms),
             Nanos::from_millis(arr_ms),
         )
+    }
+
+    #[test]
+    fn widely_spread_sequence_numbers_are_counted_exactly() {
+        let info = StreamInfo {
+            id: 0,
+            ssrc: None,
+            probe_stream: Some(0),
+            src: None,
+            dst: None,
+            payload_type: None,
+            clock_rate: None,
+            channels: vec![],
+        };
+        // Beyond the bitmap's range: the set switches to hashing without losing what it saw.
+        let seqs = [5, 7, 5, 1 << 40, 6, 1 << 40, -3];
+        let samples: Vec<Sample> = seqs.iter().map(|&q| sample(q, 0, 0)).collect();
+        let s = stats_for(&info, samples.iter());
+        assert_eq!(
+            (s.packets, s.duplicates, s.first_seq, s.last_seq),
+            (7, 2, -3, 1 << 40)
+        );
+        assert_eq!(s.lost, (1u64 << 40) + 4 - 5);
+        assert_eq!(s.reordered, 2);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use jitterlab_capture::decode::{Collector, DecoderConfig, decode_trace};
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
+use jitterlab_capture::sdp;
 use jitterlab_capture::{Decoded, Header, Reader, Record};
 
 /// Decoder options shared by commands that read traces.
@@ -52,11 +53,8 @@ pub(crate) fn read_capture(path: &Path, filter: Option<&str>, decoder: &str) -> 
     let display = path.display();
     let filter = filter.map(Filter::parse).transpose()?;
     let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-    let (records, summary) = pcap::read_capture_all(
-        std::io::BufReader::with_capacity(1 << 20, file),
-        filter.as_ref(),
-    )
-    .with_context(|| display.to_string())?;
+    let (records, summary) =
+        pcap::read_capture_all(file, filter.as_ref()).with_context(|| display.to_string())?;
     for problem in summary.problems() {
         eprintln!("note: {display}: {problem}");
     }
@@ -115,10 +113,26 @@ pub(crate) fn load_with_capture(
 ) -> Result<(Decoded, Option<CaptureSummary>)> {
     let display = path.display();
     if is_capture(path)? {
-        let capture = read_capture(path, filter, "rtp")?;
-        let decoded = decode_capture(&capture, args).with_context(|| display.to_string())?;
+        // Decoded as it is read: no copy of the capture is kept. SDP applies to the packets
+        // after it, as it does in Wireshark (and in traces imported from the capture).
+        let filter = filter.map(Filter::parse).transpose()?;
+        let header = pcap::header_for("", &CaptureSummary::default(), "rtp");
+        let mut collector = Collector::new(&header, decoder_config(args, &header)?)?;
+        let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
+        let summary = pcap::read_capture(file, filter.as_ref(), |rec| {
+            if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
+                collector.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
+            }
+            collector.push(&rec);
+            Ok(())
+        })
+        .with_context(|| display.to_string())?;
+        for problem in summary.problems() {
+            eprintln!("note: {display}: {problem}");
+        }
+        let decoded = collector.finish();
         warn_skipped(path, &decoded);
-        return Ok((decoded, Some(capture.summary)));
+        return Ok((decoded, Some(summary)));
     }
     if filter.is_some() {
         anyhow::bail!("{display}: --filter applies to pcap/pcapng captures, not traces");

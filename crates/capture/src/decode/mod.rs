@@ -377,6 +377,8 @@ pub struct StreamDecoder {
     config: DecoderConfig,
     channels: Vec<String>,
     keys: HashMap<StreamKey, u32>,
+    /// The previous packet's stream: most packets belong to the same stream as the one before.
+    last: Option<(StreamKey, u32)>,
     /// Separate extenders for received and ground-truth records, which arrive in different orders.
     state: Vec<[StreamState; 2]>,
     streams: Vec<StreamInfo>,
@@ -389,9 +391,16 @@ impl StreamDecoder {
             config,
             channels,
             keys: HashMap::new(),
+            last: None,
             state: Vec::new(),
             streams: Vec::new(),
         }
+    }
+
+    /// Adds payload maps found while reading (SDP seen before a stream's first packet applies
+    /// to it, as in Wireshark).
+    pub fn add_rtpmaps(&mut self, maps: impl IntoIterator<Item = RtpMap>) {
+        self.config.rtpmaps.extend(maps);
     }
 
     /// The streams seen so far.
@@ -405,7 +414,13 @@ impl StreamDecoder {
     }
 
     fn stream_for(&mut self, key: StreamKey, rec: &Record, pt: Option<u8>) -> u32 {
+        if let Some((k, id)) = self.last
+            && k == key
+        {
+            return id;
+        }
         if let Some(&id) = self.keys.get(&key) {
+            self.last = Some((key, id));
             return id;
         }
         let id = self.streams.len() as u32;
@@ -432,6 +447,7 @@ impl StreamDecoder {
         };
         self.state.push([fresh(), fresh()]);
         self.keys.insert(key, id);
+        self.last = Some((key, id));
         id
     }
 
@@ -498,7 +514,10 @@ impl StreamDecoder {
                 // Without a clock rate the send time is unknown; stats check
                 // `StreamInfo::has_send_times` before using it.
                 let send = match self.streams[stream as usize].clock_rate {
-                    Some(hz) => Nanos((i128::from(ts) * 1_000_000_000 / i128::from(hz)) as i64),
+                    Some(hz) => Nanos(match ts.checked_mul(1_000_000_000) {
+                        Some(ns) => ns / i64::from(hz),
+                        None => (i128::from(ts) * 1_000_000_000 / i128::from(hz)) as i64,
+                    }),
                     None => Nanos::ZERO,
                 };
                 Ok(Sample {
@@ -567,6 +586,24 @@ impl Collector {
             out: Decoded::default(),
             records: 0,
         })
+    }
+
+    /// Adds payload maps found while reading (see [`StreamDecoder::add_rtpmaps`]).
+    pub fn add_rtpmaps(&mut self, maps: Vec<RtpMap>) {
+        if maps.is_empty() {
+            return;
+        }
+        match &mut self.decoder {
+            Some(d) => d.add_rtpmaps(maps),
+            None => {
+                for (i, m) in maps.iter().enumerate() {
+                    let n = self.header.hints.len() + i;
+                    self.header
+                        .hints
+                        .insert(format!("rtpmap.live{n:06}"), m.to_hint());
+                }
+            }
+        }
     }
 
     /// Decodes one record (skips and counts what cannot be decoded).

@@ -33,6 +33,9 @@ pub(crate) struct Args {
     /// The probe stream id.
     #[arg(long, default_value_t = 0)]
     stream: u32,
+    /// Pad each datagram with zeros to this many bytes (the probe itself is 88 bytes).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    size: usize,
     /// Record exactly what was sent (ground truth for replay) into this trace.
     #[arg(long, value_name = "SENDER.jtr")]
     log: Option<PathBuf>,
@@ -51,6 +54,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         motion: Motion::parse(&args.motion)?,
         seed: args.seed,
         stream: args.stream,
+        size: args.size,
     };
     let log = match &args.log {
         Some(path) => {

@@ -362,3 +362,94 @@ fn capture_refuses_to_overwrite() {
     assert!(String::from_utf8_lossy(&res.stderr).contains("already exists"));
     assert_eq!(std::fs::read(&out).unwrap(), b"precious");
 }
+
+/// A real RTP source: GStreamer's `rtppcmupay` sends 100 G.711 packets of 20 ms to
+/// `jitterlab capture`; the trace holds exactly what such a source sends. Skipped (with a
+/// message) where `gst-launch-1.0` is not installed, unless `JITTERLAB_REQUIRE_PEERS` is set
+/// (as `.ci/run` does after installing it).
+#[test]
+fn capture_a_real_gstreamer_rtp_source() {
+    let have = Command::new("gst-launch-1.0")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+            "JITTERLAB_REQUIRE_PEERS is set but gst-launch-1.0 is not installed"
+        );
+        eprintln!(
+            "skipped: gst-launch-1.0 is not installed (apt-get install gstreamer1.0-tools gstreamer1.0-plugins-good)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let out = dir.path().join("gst.jtr");
+    let child = spawn(&[
+        "capture",
+        "--listen",
+        &port.to_string(),
+        "-o",
+        out.to_str().unwrap(),
+        "--count",
+        "100",
+    ]);
+    wait_for(&out);
+    let status = Command::new("gst-launch-1.0")
+        .args([
+            "-q",
+            "audiotestsrc",
+            "is-live=true",
+            "num-buffers=100",
+            "samplesperbuffer=160",
+            "!",
+        ])
+        .args(["audio/x-raw,rate=8000,channels=1", "!", "mulawenc", "!"])
+        .args([
+            "rtppcmupay",
+            "min-ptime=20000000",
+            "max-ptime=20000000",
+            "!",
+        ])
+        .args(["udpsink", "host=127.0.0.1", &format!("port={port}")])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let res = child.wait_with_output().unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let info = json(&["info".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    let s = &info["streams"][0];
+    assert_eq!(info["streams"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (
+            s["packets"].as_u64(),
+            s["lost"].as_u64(),
+            s["duplicates"].as_u64()
+        ),
+        (Some(100), Some(0), Some(0))
+    );
+    assert_eq!(
+        (s["payload_type"].as_u64(), s["clock_rate"].as_u64()),
+        (Some(0), Some(8000))
+    );
+    // 20 ms packets paced in real time: about 2 s from first to last, little jitter.
+    let secs = s["duration_s"].as_f64().unwrap();
+    assert!((1.8..2.5).contains(&secs), "{secs}");
+    assert!(s["jitter_ms"]["max"].as_f64().unwrap() < 10.0);
+    // Every packet: 12-byte header + 160 µ-law bytes, timestamps 160 apart.
+    let recs: Vec<_> = records(&out)
+        .into_iter()
+        .filter(|r| r.kind() == RecordKind::Received)
+        .collect();
+    let ts: Vec<u32> = recs
+        .iter()
+        .map(|r| u32::from_be_bytes(r.payload[4..8].try_into().unwrap()))
+        .collect();
+    assert!(recs.iter().all(|r| r.payload.len() == 172));
+    assert!(ts.windows(2).all(|w| w[1].wrapping_sub(w[0]) == 160));
+}
