@@ -115,6 +115,26 @@ impl CaptureSummary {
     }
 }
 
+/// The common case without the general parser: an IPv4 header without options, not a
+/// fragment, carrying one whole UDP datagram. Anything else (options, fragments, truncation,
+/// inconsistent lengths) returns `None` and goes through etherparse.
+fn plain_ipv4_udp(ip: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8], u32)> {
+    let h = ip.get(..28)?;
+    if h[0] != 0x45 || h[9] != 17 || u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    let udp_len = usize::from(u16::from_be_bytes([h[24], h[25]]));
+    if total > ip.len() || total < 28 || udp_len != total - 20 {
+        return None;
+    }
+    let addr = |at: usize| std::net::Ipv4Addr::new(h[at], h[at + 1], h[at + 2], h[at + 3]);
+    let port = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
+    let src = SocketAddr::new(addr(12).into(), port(20));
+    let dst = SocketAddr::new(addr(16).into(), port(22));
+    Some((src, dst, &ip[28..total], (udp_len - 8) as u32))
+}
+
 /// Per-interface facts (pcapng has one per IDB; legacy pcap has one).
 #[derive(Clone, Copy, Debug)]
 struct Interface {
@@ -393,6 +413,14 @@ impl State<'_> {
                 return None;
             }
         };
+        let ip = match &start {
+            Start::Ethernet(d) if d.get(12..14) == Some(&[0x08, 0x00]) => Some(&d[14..]),
+            Start::EtherType(EtherType::IPV4, d) | Start::Ip(d) => Some(*d),
+            _ => None,
+        };
+        if let Some((src, dst, payload, len)) = ip.and_then(plain_ipv4_udp) {
+            return self.emit(time, src, dst, payload, len);
+        }
         let strict = match &start {
             Start::Ethernet(d) => SlicedPacket::from_ethernet(d),
             Start::EtherType(t, d) => SlicedPacket::from_ether_type(*t, d),

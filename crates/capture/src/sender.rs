@@ -227,3 +227,54 @@ pub fn send(
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(to: SocketAddr, rate_hz: f64, ms: u64) -> SendConfig {
+        SendConfig {
+            to,
+            rate_hz,
+            duration: Duration::from_millis(ms),
+            motion: Motion::Circle,
+            seed: 1,
+            stream: 3,
+            size: 200,
+        }
+    }
+
+    #[test]
+    fn every_datagram_is_sent_once_and_counted() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let to = rx.local_addr().unwrap();
+        // 5000 Hz for 100 ms: batches of several due packets at once; read as they come.
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            let mut got = Vec::new();
+            while let Ok(n) = rx.recv(&mut buf) {
+                let p = Probe::parse(&buf[..n]).unwrap();
+                got.push((n, p.tick, p.stream));
+                if got.len() == 500 {
+                    break;
+                }
+            }
+            got
+        });
+        let s = send(&config(to, 5000.0, 100), None, &AtomicBool::new(false)).unwrap();
+        assert_eq!((s.sent, s.refused), (500, 0));
+        let got = reader.join().unwrap();
+        let want: Vec<_> = (0..500u64).map(|t| (200, t, 3)).collect();
+        assert_eq!(got, want);
+        assert!(s.drift.abs() < 0.05, "{s:?}");
+    }
+
+    #[test]
+    fn a_closed_port_counts_refusals_not_sends() {
+        let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let s = send(&config(port, 200.0, 100), None, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.sent + s.refused, 20, "{s:?}");
+        assert!(s.refused > 0, "{s:?}");
+    }
+}

@@ -169,6 +169,9 @@ pub struct WiresharkStats {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WiresharkRtp {
     started: bool,
+    /// Times are kept relative to the first packet (as tshark's are), so an epoch-sized
+    /// timestamp does not eat the f64's precision.
+    base: Nanos,
     time_ms: f64,
     first_timestamp: i64,
     nominal_timestamp: i64,
@@ -203,10 +206,14 @@ impl WiresharkRtp {
         marker: bool,
         clock: u32,
     ) {
-        let now = arrival.as_millis_f64();
+        if !self.started {
+            self.base = arrival;
+        }
+        let now = (arrival - self.base).as_millis_f64();
         if !self.started {
             *self = Self {
                 started: true,
+                base: self.base,
                 time_ms: now,
                 first_timestamp: timestamp,
                 nominal_timestamp: timestamp,
