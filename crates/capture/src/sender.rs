@@ -272,7 +272,10 @@ mod tests {
 
     #[test]
     fn a_closed_port_counts_refusals_not_sends() {
-        let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let port = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
         let s = send(&config(port, 200.0, 100), None, &AtomicBool::new(false)).unwrap();
         assert_eq!(s.sent + s.refused, 20, "{s:?}");
         assert!(s.refused > 0, "{s:?}");
