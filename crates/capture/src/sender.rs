@@ -250,7 +250,7 @@ mod tests {
         rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let to = rx.local_addr().unwrap();
         // 5000 Hz for 100 ms: batches of several due packets at once; read as they come.
-        let reader = std::thread::spawn(move || {
+        let reader = thread::spawn(move || {
             let mut buf = [0u8; 512];
             let mut got = Vec::new();
             while let Ok(n) = rx.recv(&mut buf) {
