@@ -34,6 +34,11 @@ enum Command {
     Replay(cmd::replay::Args),
     /// Send probe packets at a steady rate with a known motion (and log them as ground truth).
     Send(cmd::send::Args),
+    /// Replay many configurations (a grid) over traces in parallel; write the rows as a table.
+    Sweep(cmd::sweep::Args),
+    /// Sweep a sensible grid and recommend the configuration with the lowest delay that meets
+    /// the limits on every trace.
+    Tune(cmd::tune::Args),
     /// Generate a synthetic trace with ground truth from a seeded network model.
     Synth(cmd::synth::Args),
 }
@@ -48,6 +53,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Send(args) => cmd::send::run(&args),
         Command::Synth(args) => cmd::synth::run(&args),
+        Command::Sweep(args) => cmd::sweep::run(&args),
+        Command::Tune(args) => cmd::tune::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -31,6 +31,7 @@ pub mod buffer;
 pub mod clock;
 mod engine;
 mod error;
+pub mod grid;
 pub mod metrics;
 pub mod mirror;
 pub mod neteq;
@@ -38,6 +39,8 @@ pub mod ngo;
 pub mod playout;
 pub mod policy;
 mod run;
+pub mod sweep;
+pub mod tune;
 pub mod values;
 
 pub use buffer::{HoldReason, Mode, Pick, Push, SnapshotBuffer};

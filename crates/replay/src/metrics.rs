@@ -384,7 +384,7 @@ impl Metrics {
 }
 
 /// Every metric of one replay, under the names `replay --json` and sweep tables use.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
     /// Frames after playback started.
     pub frames: u64,

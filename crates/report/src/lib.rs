@@ -25,6 +25,7 @@
 mod error;
 pub mod figure;
 pub mod figures;
+pub mod results;
 pub mod runs;
 pub mod table;
 mod write;

@@ -6,4 +6,6 @@ pub(crate) mod import;
 pub(crate) mod info;
 pub(crate) mod replay;
 pub(crate) mod send;
+pub(crate) mod sweep;
 pub(crate) mod synth;
+pub(crate) mod tune;

@@ -8,5 +8,6 @@ mod bad_input;
 mod commands;
 mod contracts;
 mod live;
+mod sweep;
 mod util;
 mod wireshark;

@@ -1,0 +1,264 @@
+//! `jitterlab tune`: sweep a sensible grid and recommend a configuration.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use jitterlab_replay::grid::default_tune_grid_for;
+use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
+use jitterlab_replay::tune::{Candidate, Constraints, Objective, Tuning, tune};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy};
+use jitterlab_report::{run_policies, write_report};
+use serde_json::{Value, json};
+
+use crate::cmd::sweep::{Loaded, SweepOptions, execute, load_all, policies};
+
+/// Arguments of `jitterlab tune`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The traces to tune for (the worst decides); none: the embedded demo trace.
+    #[arg(value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+    #[command(flatten)]
+    options: SweepOptions,
+    /// The largest acceptable hold ratio, e.g. 1% or 0.01.
+    #[arg(long, value_name = "RATIO", default_value = "1%")]
+    max_hold_ratio: String,
+    /// The largest acceptable p99 error (in the values' units), on every trace.
+    #[arg(long, value_name = "X")]
+    max_p99_error: Option<f64>,
+    /// What to minimise among configurations that meet the limits.
+    #[arg(long, value_name = "delay|error", default_value = "delay")]
+    objective: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    /// Also write a report (figures of the recommendation and runners-up, tables) into DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+}
+
+fn parse_ratio(text: &str) -> Result<f64> {
+    let v = match text.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.trim().parse::<f64>(),
+    }
+    .ok()
+    .filter(|v| (0.0..=1.0).contains(v))
+    .with_context(|| format!("--max-hold-ratio '{text}': expected a ratio 0..1 or 0%..100%"))?;
+    Ok(v)
+}
+
+/// The worst figures across traces as JSON, plus each trace's metrics.
+fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
+    let per_trace: Vec<Value> = rows
+        .iter()
+        .filter(|r| r.config == c.config)
+        .map(|r| json!({"trace": names[r.trace], "metrics": r.summary}))
+        .collect();
+    json!({
+        "worst_hold_ratio": c.worst.hold_ratio,
+        "worst_mean_delay_ms": c.worst.mean_delay_ms,
+        "worst_p99_delay_ms": c.worst.p99_delay_ms,
+        "worst_p99_error": c.worst.p99_error,
+        "traces": per_trace,
+    })
+}
+
+fn candidate(t: &Tuning, config: usize) -> Option<&Candidate> {
+    t.candidates.iter().find(|c| c.config == config)
+}
+
+pub(crate) fn run(args: &Args) -> Result<()> {
+    let constraints = Constraints {
+        max_hold_ratio: parse_ratio(&args.max_hold_ratio)?,
+        max_p99_error: match args.max_p99_error {
+            Some(e) if !(e.is_finite() && e >= 0.0) => {
+                bail!("--max-p99-error {e}: expected a finite value ≥ 0")
+            }
+            e => e,
+        },
+        objective: match args.objective.as_str() {
+            "delay" => Objective::Delay,
+            "error" => Objective::Error,
+            other => bail!("--objective '{other}': expected delay or error"),
+        },
+    };
+    let loaded = if args.traces.is_empty() {
+        vec![Loaded::demo()?]
+    } else {
+        load_all(&args.traces, &args.options)?
+    };
+    let policies = policies(
+        &args.options,
+        Some(default_tune_grid_for(send_rate(&loaded))),
+    )?;
+    let traces: Vec<SweepTrace<'_>> = loaded.iter().map(Loaded::prepare).collect();
+    let rows = execute(&traces, &policies, &args.options, Shard::ALL)?;
+    let names: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
+    let t = tune(&rows, &policies, &constraints);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let entry = |config: usize| {
+            candidate(&t, config).map(|c| {
+                json!({"policy": policies[config].to_string(), "metrics": metrics_json(c, &rows, &names)})
+            })
+        };
+        let doc = json!({
+            "recommendation": t.recommendation.and_then(entry),
+            "runners_up": t.runners_up.iter().filter_map(|&c| entry(c)).collect::<Vec<_>>(),
+            "rejected": t.rejected.iter().map(|(p, why)| json!({"policy": p, "reason": why})).collect::<Vec<_>>(),
+            "constraints": {
+                "max_hold_ratio": constraints.max_hold_ratio,
+                "max_p99_error": constraints.max_p99_error,
+                "objective": args.objective,
+            },
+            "configurations": policies.len(),
+            "traces": names,
+            "frontier": t.frontier.iter().map(|&c| policies[c].to_string()).collect::<Vec<_>>(),
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        print_text(&mut out, &t, &policies, &names, &constraints)?;
+    }
+    if let Some(dir) = &args.report {
+        write_tune_report(dir, &t, &policies, &loaded, &args.options)?;
+        eprintln!("report written to {}/", dir.display());
+    }
+    Ok(())
+}
+
+/// The traffic's packet rate (median over streams), for the engine presets' send rates.
+fn send_rate(loaded: &[Loaded]) -> Option<u32> {
+    let mut rates: Vec<f64> = loaded
+        .iter()
+        .flat_map(|l| jitterlab_capture::stats::stream_stats(&l.decoded))
+        .filter(|s| s.packets > 1)
+        .map(|s| (s.expected as f64 - 1.0) / s.duration().as_secs_f64().max(1e-9))
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates
+        .get(rates.len() / 2)
+        .map(|r| r.round().clamp(1.0, 1000.0) as u32)
+}
+
+fn line(c: &Candidate) -> String {
+    let opt =
+        |v: Option<f64>, unit: &str| v.map_or_else(|| "–".into(), |v| format!("{v:.1}{unit}"));
+    format!(
+        "hold {:.3} %, mean delay {}, p99 delay {}, p99 error {}",
+        100.0 * c.worst.hold_ratio,
+        opt(c.worst.mean_delay_ms, " ms"),
+        opt(c.worst.p99_delay_ms, " ms"),
+        c.worst
+            .p99_error
+            .map_or_else(|| "–".into(), |e| format!("{e:.4}"))
+    )
+}
+
+fn print_text(
+    out: &mut impl Write,
+    t: &Tuning,
+    policies: &[Policy],
+    names: &[String],
+    c: &Constraints,
+) -> Result<()> {
+    writeln!(
+        out,
+        "Tuned {} configurations over {} trace(s) ({}); limits: hold ratio ≤ {:.2} %{}; minimising {}.",
+        policies.len(),
+        names.len(),
+        names.join(", "),
+        100.0 * c.max_hold_ratio,
+        c.max_p99_error
+            .map_or(String::new(), |e| format!(", p99 error ≤ {e}")),
+        match c.objective {
+            Objective::Delay => "mean display delay",
+            Objective::Error => "p99 error",
+        }
+    )?;
+    match t.recommendation.and_then(|r| candidate(t, r)) {
+        Some(rec) => {
+            writeln!(out, "\nRecommendation (worst trace: {}):", line(rec))?;
+            writeln!(out, "  --policy {}", policies[rec.config])?;
+        }
+        None => writeln!(out, "\nNo configuration meets the limits on every trace.")?,
+    }
+    if !t.runners_up.is_empty() {
+        writeln!(out, "\nRunner-up per policy:")?;
+        for &r in &t.runners_up {
+            if let Some(cand) = candidate(t, r) {
+                writeln!(
+                    out,
+                    "  {:<9} {}\n            {}",
+                    policies[r].name(),
+                    line(cand),
+                    policies[r]
+                )?;
+            }
+        }
+    }
+    if !t.rejected.is_empty() {
+        writeln!(out, "\nRejected:")?;
+        for (p, why) in &t.rejected {
+            writeln!(out, "  {p:<9} {why}")?;
+        }
+    }
+    let feasible = t.candidates.iter().filter(|c| c.rejected.is_none()).count();
+    writeln!(
+        out,
+        "\n{feasible} of {} configurations meet the limits; {} are on the delay/hold-ratio Pareto frontier.",
+        t.candidates.len(),
+        t.frontier.len()
+    )?;
+    Ok(())
+}
+
+fn write_tune_report(
+    dir: &std::path::Path,
+    t: &Tuning,
+    policies: &[Policy],
+    loaded: &[Loaded],
+    o: &SweepOptions,
+) -> Result<()> {
+    let Some(first) = loaded.first() else {
+        return Ok(());
+    };
+    let mut chosen: Vec<(String, Policy)> = Vec::new();
+    for (i, &c) in t
+        .recommendation
+        .iter()
+        .chain(&t.runners_up)
+        .take(4)
+        .enumerate()
+    {
+        let label = if i == 0 {
+            format!("recommended {}", policies[c].name())
+        } else {
+            format!("runner-up {}", policies[c].name())
+        };
+        chosen.push((label, policies[c].clone()));
+    }
+    if chosen.is_empty() {
+        // Nothing feasible: show the frontier's low-hold end instead.
+        for &c in t.frontier.iter().rev().take(3) {
+            chosen.push((
+                format!("frontier {}", policies[c].name()),
+                policies[c].clone(),
+            ));
+        }
+    }
+    let clock: ClockMapping = o.clock.parse()?;
+    let runs = run_policies(&first.decoded, 0, &chosen, &FrameClock::Fps(o.fps), clock)?;
+    write_report(
+        dir,
+        &format!("jitterlab tune: {}", first.name),
+        &first.decoded,
+        0,
+        &runs,
+    )
+    .with_context(|| format!("cannot write the report into {}", dir.display()))?;
+    Ok(())
+}

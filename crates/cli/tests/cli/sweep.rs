@@ -1,0 +1,350 @@
+//! `jitterlab sweep` and `jitterlab tune` on real traces: rows equal single replays, shards
+//! concatenate to the whole, bad grids are refused before any work, and a recommendation meets
+//! its own constraints when replayed alone.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use jitterlab_capture::testdata::shared_data;
+use serde_json::Value;
+
+use crate::util::{fixtures, jitterlab, json};
+
+fn demo() -> PathBuf {
+    fixtures().join("traces/demo-wifi-20hz.jtr")
+}
+
+fn sweep_json(dir: &Path, name: &str, args: &[&str]) -> Vec<Value> {
+    let out = dir.join(name);
+    let res = jitterlab()
+        .arg("sweep")
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    serde_json::from_slice::<Vec<Value>>(&std::fs::read(&out).unwrap()).unwrap()
+}
+
+/// Every row's metrics are exactly what `jitterlab replay --policy <row's policy> --json` gives.
+fn assert_rows_match_replay(rows: &[Value], extra: &[&str]) {
+    for row in rows {
+        let trace = row["trace"].as_str().unwrap();
+        let policy = row["policy"].as_str().unwrap();
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "replay".as_ref(),
+            trace.as_ref(),
+            "--policy".as_ref(),
+            policy.as_ref(),
+            "--json".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let single = json(&args);
+        for (k, v) in single["metrics"].as_object().unwrap() {
+            assert_eq!(&row[k], v, "{trace} {policy}: {k}");
+        }
+    }
+}
+
+#[test]
+fn sweep_rows_equal_single_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let synth = dir.path().join("lte.jtr");
+    let res = jitterlab()
+        .args([
+            "synth",
+            "--profile",
+            "lte",
+            "--duration",
+            "20s",
+            "--rate",
+            "30",
+            "--seed",
+            "4",
+            "-o",
+        ])
+        .arg(&synth)
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    let grid = dir.path().join("grid.toml");
+    std::fs::write(
+        &grid,
+        "[fixed]\ndelay = \"40ms..160ms step 60ms\"\nmax_gap = [\"100ms\", \"250ms\"]\n\n[jitter]\nk = [2, 4]\n\n[mirror]\nbuffer_multiplier = [2]\n",
+    )
+    .unwrap();
+    let rows = sweep_json(
+        dir.path(),
+        "rows.json",
+        &[
+            demo().to_str().unwrap(),
+            synth.to_str().unwrap(),
+            "--grid",
+            grid.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rows.len(), 2 * (3 * 2 + 2 + 1));
+    // One column per parameter (durations in ms), trace and policy columns, every metric.
+    assert_eq!(rows[0]["delay"], 40.0);
+    assert_eq!(rows[1]["max_gap"], 250.0);
+    assert!(rows[6]["k"].is_number() && rows[0]["k"].is_null());
+    assert_eq!(rows[0]["policy_name"], "fixed");
+    assert_rows_match_replay(&rows, &[]);
+}
+
+#[test]
+fn sweep_rows_equal_single_replays_on_a_real_capture() {
+    let Some(data) = shared_data() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = data.join("pcap/wiresharkwiki_nb6-telephone.pcap");
+    let rows = sweep_json(
+        dir.path(),
+        "rows.json",
+        &[
+            cap.to_str().unwrap(),
+            "--sweep",
+            "fixed:delay=20..80ms/30ms",
+            "--sweep",
+            "neteq:quantile=0.9|0.99",
+        ],
+    );
+    assert_eq!(rows.len(), 5);
+    assert_rows_match_replay(&rows, &[]);
+}
+
+#[test]
+fn sweep_shards_concatenate_to_exactly_the_unsharded_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = demo();
+    let args = [
+        t.to_str().unwrap(),
+        "--sweep",
+        "fixed:delay=0..200ms/20ms",
+        "--sweep",
+        "ngo:ticks_ago=1|2|3",
+    ];
+    let key = |rows: Vec<Value>| -> BTreeMap<(String, u64), Value> {
+        rows.into_iter()
+            .map(|r| {
+                (
+                    (
+                        r["trace"].as_str().unwrap().to_owned(),
+                        r["config"].as_u64().unwrap(),
+                    ),
+                    r,
+                )
+            })
+            .collect()
+    };
+    let whole = key(sweep_json(dir.path(), "all.json", &args));
+    assert_eq!(whole.len(), 14);
+    let mut parts = BTreeMap::new();
+    for (i, shard) in ["1/3", "2/3", "3/3"].iter().enumerate() {
+        let mut a = args.to_vec();
+        a.extend(["--shard", shard]);
+        let rows = sweep_json(dir.path(), &format!("part{i}.json"), &a);
+        assert!(!rows.is_empty());
+        for (k, v) in key(rows) {
+            assert!(parts.insert(k, v).is_none(), "shards overlap");
+        }
+    }
+    assert_eq!(parts, whole);
+}
+
+#[test]
+fn sweep_writes_parquet_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = demo();
+    for ext in ["parquet", "csv", "json"] {
+        let out = dir.path().join(format!("rows.{ext}"));
+        let res = jitterlab()
+            .args([
+                "sweep",
+                t.to_str().unwrap(),
+                "--sweep",
+                "fixed:delay=50ms|100ms",
+                "-q",
+                "-o",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            res.status.success(),
+            "{}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        let bytes = std::fs::read(&out).unwrap();
+        match ext {
+            "parquet" => assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1")),
+            "csv" => {
+                let text = String::from_utf8(bytes).unwrap();
+                assert_eq!(text.lines().count(), 3);
+                let header = text.lines().next().unwrap();
+                for col in [
+                    "trace",
+                    "config",
+                    "policy",
+                    "delay",
+                    "hold_ratio",
+                    "mean_delay_ms",
+                    "p99_error",
+                ] {
+                    assert!(header.split(',').any(|c| c == col), "{col} in {header}");
+                }
+            }
+            _ => assert_eq!(
+                serde_json::from_slice::<Vec<Value>>(&bytes).unwrap().len(),
+                2
+            ),
+        }
+        // The summary on stdout names the best rows.
+        assert!(String::from_utf8_lossy(&res.stdout).contains("Pareto frontier"));
+    }
+}
+
+#[test]
+fn sweep_bad_grids_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = demo();
+    let out = dir.path().join("rows.json");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--sweep", "fixed:delay=300..0ms/5ms"], "empty"),
+        (&["--sweep", "fixed:delay=0..300ms/0ms"], "above zero"),
+        (&["--sweep", "warp:delay=1ms"], "unknown policy"),
+        (&["--sweep", "fixed:delya=1ms"], "delya"),
+        (&["--sweep", "fixed:delay=-5ms"], "delay"),
+        (
+            &[
+                "--sweep",
+                "fixed:delay=0..1000ms/1ms",
+                "--max-configs",
+                "100",
+            ],
+            "more than the limit of 100",
+        ),
+        (&[], "give a grid"),
+    ];
+    for (extra, needle) in cases {
+        let res = jitterlab()
+            .arg("sweep")
+            .arg(&t)
+            .args(*extra)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{extra:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+        assert!(!out.exists(), "{extra:?} wrote output");
+    }
+    let grid = dir.path().join("g.toml");
+    std::fs::write(&grid, "[fixed]\ndelay = []\n").unwrap();
+    let res = jitterlab()
+        .arg("sweep")
+        .arg(&t)
+        .arg("--grid")
+        .arg(&grid)
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("g.toml"));
+}
+
+#[test]
+fn sweep_unreadable_traces_are_named_and_keep_going_skips_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("broken.jtr");
+    std::fs::write(&bad, b"not a trace").unwrap();
+    let t = demo();
+    let res = jitterlab()
+        .arg("sweep")
+        .arg(&t)
+        .arg(&bad)
+        .args(["--sweep", "fixed:delay=50ms"])
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("broken.jtr"));
+    let rows = sweep_json(
+        dir.path(),
+        "rows.json",
+        &[
+            t.to_str().unwrap(),
+            bad.to_str().unwrap(),
+            "--sweep",
+            "fixed:delay=50ms",
+            "--keep-going",
+        ],
+    );
+    assert_eq!(rows.len(), 1);
+}
+
+/// The recommendation meets its constraints when replayed on its own.
+fn assert_recommendation_holds(doc: &Value, trace: &Path, max_hold: f64) {
+    let policy = doc["recommendation"]["policy"]
+        .as_str()
+        .expect("a recommendation");
+    let single = json(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--policy".as_ref(),
+        policy.as_ref(),
+        "--json".as_ref(),
+    ]);
+    let hold = single["metrics"]["hold_ratio"].as_f64().unwrap();
+    assert!(hold <= max_hold, "{policy}: hold ratio {hold}");
+    assert_eq!(
+        doc["recommendation"]["metrics"]["worst_hold_ratio"]
+            .as_f64()
+            .unwrap(),
+        hold
+    );
+    assert!(doc["runners_up"].is_array() && doc["rejected"].is_array());
+}
+
+#[test]
+fn tune_recommends_on_the_embedded_default() {
+    let doc = json(&["tune".as_ref(), "--json".as_ref(), "-q".as_ref()]);
+    assert_recommendation_holds(&doc, &demo(), 0.01);
+    assert_eq!(doc["configurations"], 118);
+    // A stricter error limit changes the answer, and the answer still meets it.
+    let strict = json(&[
+        "tune".as_ref(),
+        "--json".as_ref(),
+        "-q".as_ref(),
+        "--max-p99-error".as_ref(),
+        "0.1".as_ref(),
+    ]);
+    let e = strict["recommendation"]["metrics"]["worst_p99_error"]
+        .as_f64()
+        .unwrap();
+    assert!(e <= 0.1, "{e}");
+    assert_ne!(
+        strict["recommendation"]["policy"],
+        doc["recommendation"]["policy"]
+    );
+}
+
+#[test]
+fn tune_recommends_on_a_real_capture() {
+    let Some(data) = shared_data() else { return };
+    let cap = data.join("pcap/saghul-sipp-scenarios_g711a.pcap");
+    let doc = json(&[
+        "tune".as_ref(),
+        cap.as_os_str(),
+        "--json".as_ref(),
+        "-q".as_ref(),
+        "--max-hold-ratio".as_ref(),
+        "2%".as_ref(),
+    ]);
+    assert_recommendation_holds(&doc, &cap, 0.02);
+}

@@ -1,0 +1,453 @@
+//! Parameter grids: which policy configurations a sweep runs.
+//!
+//! A grid names policies and, per key, the values to try. Every combination becomes one
+//! [`Policy`], parsed by the same code as `--policy`, so a bad key or value is the same clear
+//! error, raised before any work starts. See `docs/sweep.md` for the grammar with examples.
+//!
+//! Values:
+//! - a range `"0ms..300ms step 5ms"` (TOML) or `0..300ms/5ms` (command line): both ends
+//!   included, the unit of an end without one is the other end's;
+//! - a list `["100ms", "150ms"]` / `[2, 3, 4]` (TOML) or `100ms|150ms` (command line);
+//! - a single value.
+//!
+//! ```
+//! use jitterlab_replay::grid::Grid;
+//! let grid = Grid::from_toml("[fixed]\ndelay = \"0ms..20ms step 10ms\"\nmax_gap = [\"100ms\", \"250ms\"]\n")?;
+//! let policies = grid.expand(100)?;
+//! assert_eq!(policies.len(), 6);
+//! assert_eq!(policies[1].to_string(), "fixed:delay=0ms,max_gap=250ms,capacity=32,stale=true,dedup=true,miss=hold");
+//! # Ok::<(), jitterlab_replay::Error>(())
+//! ```
+
+use crate::Error;
+use crate::policy::Policy;
+
+/// The default limit on how many configurations one grid may expand to.
+pub const DEFAULT_MAX_CONFIGS: usize = 100_000;
+
+/// One policy with the values to try per key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Axes {
+    /// The policy name.
+    pub policy: String,
+    /// Keys in the order given, each with its values (canonical text as `--policy` takes it).
+    pub keys: Vec<(String, Vec<String>)>,
+}
+
+impl Axes {
+    /// How many configurations these axes make (saturating).
+    pub fn count(&self) -> usize {
+        self.keys
+            .iter()
+            .fold(1usize, |n, (_, v)| n.saturating_mul(v.len()))
+    }
+}
+
+/// A whole grid: several policies' axes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grid {
+    /// In the order given.
+    pub axes: Vec<Axes>,
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::Invalid(msg.into())
+}
+
+/// Splits `12.5ms` into (12.5, "ms"); a bare number has an empty unit.
+fn split_unit(text: &str) -> Option<(f64, &str)> {
+    let text = text.trim();
+    let at = text
+        .find(|c: char| c.is_ascii_alphabetic() || c == '%')
+        .unwrap_or(text.len());
+    let (num, unit) = text.split_at(at);
+    let v: f64 = num.trim().parse().ok()?;
+    v.is_finite().then_some((v, unit.trim()))
+}
+
+/// Formats a range value without float noise: `0.30000000000000004` → `0.3`.
+fn format_value(v: f64, unit: &str) -> String {
+    let rounded = (v * 1e9).round() / 1e9;
+    let mut s = format!("{rounded}");
+    if s == "-0" {
+        s = "0".into();
+    }
+    format!("{s}{unit}")
+}
+
+/// Expands `FROM..TO` with `STEP` (each possibly with a unit).
+fn expand_range(key: &str, from: &str, to: &str, step: &str) -> Result<Vec<String>, Error> {
+    let bad = |why: &str| invalid(format!("key {key}: range {from}..{to} step {step}: {why}"));
+    let (a, ua) = split_unit(from).ok_or_else(|| bad("the start is not a number"))?;
+    let (b, ub) = split_unit(to).ok_or_else(|| bad("the end is not a number"))?;
+    let (s, us) = split_unit(step).ok_or_else(|| bad("the step is not a number"))?;
+    let unit = [ua, ub, us]
+        .into_iter()
+        .find(|u| !u.is_empty())
+        .unwrap_or("");
+    if [ua, ub, us].iter().any(|u| !u.is_empty() && *u != unit) {
+        return Err(bad("the ends and the step must use one unit"));
+    }
+    if s <= 0.0 {
+        return Err(bad("the step must be above zero"));
+    }
+    if b < a {
+        return Err(bad("the range is empty (the end is before the start)"));
+    }
+    let n = ((b - a) / s + 1e-9).floor();
+    if n > 1e7 {
+        return Err(bad("more than ten million values"));
+    }
+    Ok((0..=n as u64)
+        .map(|i| format_value(a + i as f64 * s, unit))
+        .collect())
+}
+
+/// Parses one command-line value list: `A..B/STEP`, `V1|V2|...` or a single value.
+fn cli_values(key: &str, text: &str) -> Result<Vec<String>, Error> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(invalid(format!("key {key}: no values")));
+    }
+    if let Some((from, rest)) = text.split_once("..") {
+        let (to, step) = rest.split_once('/').ok_or_else(|| {
+            invalid(format!(
+                "key {key}: range '{text}' needs a step, e.g. 0..300ms/5ms"
+            ))
+        })?;
+        return expand_range(key, from, to, step);
+    }
+    let values: Vec<String> = text.split('|').map(|v| v.trim().to_owned()).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(invalid(format!("key {key}: an empty value in '{text}'")));
+    }
+    Ok(values)
+}
+
+/// Parses one TOML value: a range string, a list, or a scalar.
+fn toml_values(key: &str, value: &toml::Value) -> Result<Vec<String>, Error> {
+    let scalar = |v: &toml::Value| -> Result<String, Error> {
+        match v {
+            toml::Value::String(s) => Ok(s.trim().to_owned()),
+            toml::Value::Integer(i) => Ok(i.to_string()),
+            toml::Value::Float(f) => Ok(format_value(*f, "")),
+            toml::Value::Boolean(b) => Ok(b.to_string()),
+            other => Err(invalid(format!(
+                "key {key}: a {} is not a value (use a string, number, boolean or a list of them)",
+                other.type_str()
+            ))),
+        }
+    };
+    match value {
+        toml::Value::Array(items) => {
+            if items.is_empty() {
+                return Err(invalid(format!("key {key}: the list is empty")));
+            }
+            items.iter().map(scalar).collect()
+        }
+        toml::Value::String(s) if s.contains("..") => {
+            let (from, rest) = s.split_once("..").unwrap_or((s, ""));
+            let (to, step) = rest.split_once("step").ok_or_else(|| {
+                invalid(format!(
+                    "key {key}: range '{s}' needs a step, e.g. \"0ms..300ms step 5ms\""
+                ))
+            })?;
+            expand_range(key, from, to, step)
+        }
+        other => Ok(vec![scalar(other)?]),
+    }
+}
+
+impl Grid {
+    /// Parses a grid file: one table per policy (`[fixed]`), or an array of tables
+    /// (`[[fixed]]`) for several sub-grids of one policy.
+    ///
+    /// # Errors
+    /// TOML syntax, a key with no values, an empty range, a zero step.
+    pub fn from_toml(text: &str) -> Result<Self, Error> {
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| invalid(format!("grid: {}", e.message())))?;
+        let mut grid = Self::default();
+        for (policy, body) in &doc {
+            let tables: Vec<&toml::Table> = match body {
+                toml::Value::Table(t) => vec![t],
+                toml::Value::Array(a) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_table().ok_or_else(|| {
+                            invalid(format!("grid: [[{policy}]] entries must be tables"))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                _ => {
+                    return Err(invalid(format!(
+                        "grid: '{policy}' must be a table like [{policy}] with keys under it"
+                    )));
+                }
+            };
+            for table in tables {
+                let mut keys = Vec::new();
+                for (key, value) in table {
+                    keys.push((key.clone(), toml_values(key, value)?));
+                }
+                grid.axes.push(Axes {
+                    policy: policy.clone(),
+                    keys,
+                });
+            }
+        }
+        if grid.axes.is_empty() {
+            return Err(invalid("grid: no policy tables (e.g. [fixed])"));
+        }
+        Ok(grid)
+    }
+
+    /// Parses one `--sweep POLICY:KEY=VALUES[,KEY=VALUES...]` and adds it.
+    ///
+    /// # Errors
+    /// A malformed pair, an empty range, a zero step.
+    pub fn add_cli(&mut self, spec: &str) -> Result<(), Error> {
+        let (policy, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let mut keys = Vec::new();
+        for pair in rest.split(',').filter(|p| !p.trim().is_empty()) {
+            let (key, values) = pair.split_once('=').ok_or_else(|| {
+                invalid(format!(
+                    "--sweep '{spec}': '{pair}' is not KEY=VALUES (e.g. delay=0..300ms/5ms)"
+                ))
+            })?;
+            keys.push((key.trim().to_owned(), cli_values(key.trim(), values)?));
+        }
+        self.axes.push(Axes {
+            policy: policy.trim().to_owned(),
+            keys,
+        });
+        Ok(())
+    }
+
+    /// How many configurations the grid makes.
+    pub fn count(&self) -> usize {
+        self.axes
+            .iter()
+            .fold(0usize, |n, a| n.saturating_add(a.count()))
+    }
+
+    /// Every configuration, in grid order (the last key varies fastest), each parsed and
+    /// validated as `--policy` would.
+    ///
+    /// # Errors
+    /// More than `max` configurations, or a combination `--policy` refuses (naming the policy,
+    /// key and allowed range).
+    pub fn expand(&self, max: usize) -> Result<Vec<Policy>, Error> {
+        let n = self.count();
+        if n > max {
+            return Err(invalid(format!(
+                "the grid makes {n} configurations, more than the limit of {max} \
+                 (narrow it, or raise --max-configs)"
+            )));
+        }
+        let mut out = Vec::with_capacity(n);
+        for axes in &self.axes {
+            let mut index = vec![0usize; axes.keys.len()];
+            loop {
+                let mut text = format!("{}:", axes.policy);
+                for (i, (key, values)) in axes.keys.iter().enumerate() {
+                    if i > 0 {
+                        text.push(',');
+                    }
+                    text.push_str(key);
+                    text.push('=');
+                    text.push_str(&values[index[i]]);
+                }
+                out.push(text.parse::<Policy>()?);
+                // Odometer: the last key turns fastest.
+                let mut done = true;
+                let mut k = axes.keys.len();
+                while k > 0 {
+                    k -= 1;
+                    index[k] += 1;
+                    if index[k] < axes.keys[k].1.len() {
+                        done = false;
+                        break;
+                    }
+                    index[k] = 0;
+                }
+                if done {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The grid `jitterlab tune` sweeps when given none, for traffic sent at `rate_hz` packets per
+/// second: the engine presets take it as their send / tick / update rate (a property of the
+/// game server, not something to tune), the other keys span sensible ranges.
+pub fn default_tune_grid_for(rate_hz: Option<u32>) -> Grid {
+    let mut grid = default_tune_grid();
+    if let Some(hz) = rate_hz.filter(|hz| *hz > 0) {
+        for axes in &mut grid.axes {
+            let key = match axes.policy.as_str() {
+                "mirror" => "send_rate",
+                "ngo" => "tick_rate",
+                "source" => "cl_updaterate",
+                _ => continue,
+            };
+            axes.keys.insert(0, (key.to_owned(), vec![hz.to_string()]));
+        }
+    }
+    grid
+}
+
+/// The grid `jitterlab tune` sweeps when given none: every policy around its defaults.
+pub fn default_tune_grid() -> Grid {
+    let text = r#"
+[fixed]
+delay = "0ms..300ms step 10ms"
+max_gap = ["120ms", "250ms"]
+
+[jitter]
+a = [1, 2, 3]
+k = [1, 2, 3, 4, 6]
+
+[quantile]
+q = [0.9, 0.95, 0.99, 0.999]
+window = ["2s", "10s"]
+
+[source]
+cl_interp = "0ms..200ms step 25ms"
+cl_interp_ratio = [1, 2]
+
+[mirror]
+buffer_multiplier = [1, 2, 3, 4]
+dynamic_adjustment = [true, false]
+
+[neteq]
+quantile = [0.9, 0.95, 0.99]
+
+[ngo]
+ticks_ago = [1, 2, 3, 4]
+"#;
+    // The text above is fixed and tested; a parse failure is a programming error caught by
+    // `default_grid_expands`.
+    Grid::from_toml(text).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_lists_and_scalars_expand_in_order() {
+        let g = Grid::from_toml(
+            "[fixed]\ndelay = \"0ms..300ms step 5ms\"\nmax_gap = [\"100ms\",\"150ms\",\"250ms\"]\n\
+             [jitter]\nk = [2,3,4]\n",
+        )
+        .unwrap();
+        assert_eq!(g.count(), 61 * 3 + 3);
+        let p = g.expand(1000).unwrap();
+        assert_eq!(p.len(), 186);
+        assert!(
+            p[0].to_string()
+                .starts_with("fixed:delay=0ms,max_gap=100ms")
+        );
+        assert!(
+            p[1].to_string()
+                .starts_with("fixed:delay=0ms,max_gap=150ms")
+        );
+        assert!(
+            p[182]
+                .to_string()
+                .starts_with("fixed:delay=300ms,max_gap=250ms")
+        );
+        assert!(p[183].to_string().starts_with("jitter:a=2,k=2"));
+    }
+
+    #[test]
+    fn cli_ranges_match_toml_ranges() {
+        let mut a = Grid::default();
+        a.add_cli("fixed:delay=0..300ms/5ms,max_gap=100ms|150ms|250ms")
+            .unwrap();
+        let b = Grid::from_toml(
+            "[fixed]\ndelay = \"0ms..300ms step 5ms\"\nmax_gap = [\"100ms\",\"150ms\",\"250ms\"]\n",
+        )
+        .unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn fractional_steps_have_no_float_noise() {
+        let v = expand_range("q", "0.9", "0.99", "0.03").unwrap();
+        assert_eq!(v, ["0.9", "0.93", "0.96", "0.99"]);
+    }
+
+    #[test]
+    fn bad_grids_are_clear_errors_before_work() {
+        let cases = [
+            ("[fixed]\ndelay = \"300ms..0ms step 5ms\"\n", "empty"),
+            ("[fixed]\ndelay = \"0ms..300ms step 0ms\"\n", "above zero"),
+            ("[fixed]\ndelay = []\n", "empty"),
+            ("[fixed]\ndelay = \"0ms..300ms\"\n", "needs a step"),
+            ("[fixed]\ndelay = \"0ms..3s step 5ms\"\n", "one unit"),
+            ("fixed = 3\n", "must be a table"),
+            ("", "no policy tables"),
+            ("[fixed\n", "grid:"),
+        ];
+        for (text, needle) in cases {
+            let err = Grid::from_toml(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+        for (text, needle) in [
+            ("[warp]\ndelay = [\"1ms\"]\n", "unknown policy"),
+            ("[fixed]\ndelya = [\"1ms\"]\n", "delya"),
+            ("[fixed]\ndelay = [\"-5ms\"]\n", "delay"),
+        ] {
+            let err = Grid::from_toml(text)
+                .unwrap()
+                .expand(100)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+        let big = Grid::from_toml("[fixed]\ndelay = \"0ms..1000ms step 1ms\"\n").unwrap();
+        let err = big.expand(100).unwrap_err().to_string();
+        assert!(
+            err.contains("1001 configurations") && err.contains("100"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn default_grid_takes_the_send_rate() {
+        let p = default_tune_grid_for(Some(20))
+            .expand(DEFAULT_MAX_CONFIGS)
+            .unwrap();
+        assert!(
+            p.iter()
+                .filter(|p| p.name() == "mirror")
+                .all(|p| p.to_string().contains("send_rate=20,"))
+        );
+        assert!(
+            p.iter()
+                .filter(|p| p.name() == "ngo")
+                .all(|p| p.to_string().contains("tick_rate=20,"))
+        );
+        assert!(
+            p.iter()
+                .filter(|p| p.name() == "source")
+                .all(|p| p.to_string().contains("cl_updaterate=20"))
+        );
+        assert_eq!(p.len(), default_tune_grid().count());
+    }
+
+    #[test]
+    fn default_grid_expands() {
+        let g = default_tune_grid();
+        let n = g.expand(DEFAULT_MAX_CONFIGS).unwrap().len();
+        assert_eq!(n, 62 + 15 + 8 + 18 + 8 + 3 + 4);
+        for name in Policy::NAMES {
+            assert!(g.axes.iter().any(|a| a.policy == *name), "{name}");
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! Tuning: from sweep rows to a recommended configuration.
+//!
+//! Each configuration is judged by its **worst trace**: the largest hold ratio, display delay
+//! and p99 error any of the given traces saw with it. A configuration is feasible when its worst
+//! hold ratio is at most the limit (and, if asked, its worst p99 error too). The recommendation
+//! is the feasible configuration with the lowest worst mean display delay (or p99 error, with
+//! [`Objective::Error`]); ties go to the lower hold ratio, then to grid order. The Pareto
+//! frontier of worst delay against worst hold ratio is computed over every configuration.
+
+use crate::policy::Policy;
+use crate::sweep::Row;
+
+/// What to minimise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Objective {
+    /// Mean display delay.
+    #[default]
+    Delay,
+    /// p99 error against ground truth (or hindsight).
+    Error,
+}
+
+/// The limits a recommendation must meet on every trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Constraints {
+    /// The largest acceptable hold ratio (0..1).
+    pub max_hold_ratio: f64,
+    /// The largest acceptable p99 error, when given.
+    pub max_p99_error: Option<f64>,
+    /// What to minimise among feasible configurations.
+    pub objective: Objective,
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Self {
+            max_hold_ratio: 0.01,
+            max_p99_error: None,
+            objective: Objective::Delay,
+        }
+    }
+}
+
+/// A configuration's worst figures over the traces.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Worst {
+    /// Largest hold ratio.
+    pub hold_ratio: f64,
+    /// Largest mean display delay, ms (`None` if some trace showed nothing).
+    pub mean_delay_ms: Option<f64>,
+    /// Largest p99 display delay, ms.
+    pub p99_delay_ms: Option<f64>,
+    /// Largest p99 error (`None` if some trace has no error reference).
+    pub p99_error: Option<f64>,
+}
+
+/// One configuration's verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// Index into the configurations.
+    pub config: usize,
+    /// Worst figures over the traces.
+    pub worst: Worst,
+    /// Why it does not meet the constraints (`None`: it does).
+    pub rejected: Option<String>,
+}
+
+/// The outcome of tuning.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tuning {
+    /// Every configuration, in grid order.
+    pub candidates: Vec<Candidate>,
+    /// The recommended configuration, if any is feasible.
+    pub recommendation: Option<usize>,
+    /// The best feasible configuration of every other policy, best first.
+    pub runners_up: Vec<usize>,
+    /// Policies with no feasible configuration, with the reason of their closest one.
+    pub rejected: Vec<(String, String)>,
+    /// Configurations on the delay / hold-ratio Pareto frontier, by increasing delay.
+    pub frontier: Vec<usize>,
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2} %", 100.0 * x)
+}
+
+/// Judges every configuration and picks the recommendation. `rows` may be in any order and
+/// must hold every (trace, configuration) pair for `traces` traces.
+pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
+    let mut worst: Vec<Option<Worst>> = vec![None; policies.len()];
+    for row in rows {
+        let s = &row.summary;
+        let this = Worst {
+            hold_ratio: s.hold_ratio,
+            mean_delay_ms: s.mean_delay_ms,
+            p99_delay_ms: s.p99_delay_ms,
+            p99_error: s.p99_error,
+        };
+        worst[row.config] = Some(match worst[row.config] {
+            None => this,
+            Some(w) => Worst {
+                hold_ratio: w.hold_ratio.max(this.hold_ratio),
+                mean_delay_ms: max_opt(w.mean_delay_ms, this.mean_delay_ms),
+                p99_delay_ms: max_opt(w.p99_delay_ms, this.p99_delay_ms),
+                p99_error: max_opt(w.p99_error, this.p99_error),
+            },
+        });
+    }
+    let candidates: Vec<Candidate> = worst
+        .iter()
+        .enumerate()
+        .filter_map(|(config, w)| {
+            let w = (*w)?;
+            let rejected = if w.mean_delay_ms.is_none() {
+                Some("a trace showed no frame".to_owned())
+            } else if w.hold_ratio.is_nan() || w.hold_ratio > c.max_hold_ratio {
+                Some(format!(
+                    "hold ratio {} > {}",
+                    pct(w.hold_ratio),
+                    pct(c.max_hold_ratio)
+                ))
+            } else {
+                match (c.max_p99_error, w.p99_error) {
+                    (Some(_), None) => Some("no error reference on some trace".to_owned()),
+                    (Some(max), Some(e)) if e > max => Some(format!("p99 error {e:.4} > {max}")),
+                    _ => None,
+                }
+            };
+            Some(Candidate {
+                config,
+                worst: w,
+                rejected,
+            })
+        })
+        .collect();
+    let key = |cand: &Candidate| -> (f64, f64, f64, usize) {
+        let delay = cand.worst.mean_delay_ms.unwrap_or(f64::INFINITY);
+        let error = cand.worst.p99_error.unwrap_or(f64::INFINITY);
+        match c.objective {
+            Objective::Delay => (delay, cand.worst.hold_ratio, error, cand.config),
+            Objective::Error => (error, delay, cand.worst.hold_ratio, cand.config),
+        }
+    };
+    let better = |a: &Candidate, b: &Candidate| {
+        key(a).partial_cmp(&key(b)) == Some(std::cmp::Ordering::Less)
+    };
+    let mut best_per_policy: Vec<(&'static str, Option<&Candidate>, Option<&Candidate>)> =
+        Vec::new();
+    for cand in &candidates {
+        let name = policies[cand.config].name();
+        let slot = match best_per_policy.iter().position(|(n, _, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                best_per_policy.push((name, None, None));
+                best_per_policy.len() - 1
+            }
+        };
+        let (_, feasible, closest) = &mut best_per_policy[slot];
+        if cand.rejected.is_none() {
+            if feasible.is_none_or(|f| better(cand, f)) {
+                *feasible = Some(cand);
+            }
+        } else if closest
+            .is_none_or(|f| (cand.worst.hold_ratio, key(cand)) < (f.worst.hold_ratio, key(f)))
+        {
+            *closest = Some(cand);
+        }
+    }
+    let mut feasible: Vec<&Candidate> = best_per_policy.iter().filter_map(|(_, f, _)| *f).collect();
+    feasible.sort_by(|a, b| {
+        key(a)
+            .partial_cmp(&key(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let recommendation = feasible.first().map(|c| c.config);
+    let runners_up = feasible.iter().skip(1).map(|c| c.config).collect();
+    let rejected = best_per_policy
+        .iter()
+        .filter(|(_, f, _)| f.is_none())
+        .filter_map(|(name, _, closest)| {
+            closest.map(|cl| {
+                (
+                    (*name).to_owned(),
+                    format!(
+                        "no configuration meets the limits; closest {}: {}",
+                        policies[cl.config],
+                        cl.rejected.as_deref().unwrap_or("")
+                    ),
+                )
+            })
+        })
+        .collect();
+    // Pareto frontier: sort by delay, keep those that lower the best hold ratio so far.
+    let mut by_delay: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.worst.mean_delay_ms.is_some())
+        .collect();
+    by_delay.sort_by(|a, b| {
+        (a.worst.mean_delay_ms, a.worst.hold_ratio, a.config)
+            .partial_cmp(&(b.worst.mean_delay_ms, b.worst.hold_ratio, b.config))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut frontier = Vec::new();
+    let mut best_hold = f64::INFINITY;
+    for cand in by_delay {
+        if cand.worst.hold_ratio < best_hold {
+            best_hold = cand.worst.hold_ratio;
+            frontier.push(cand.config);
+        }
+    }
+    Tuning {
+        candidates,
+        recommendation,
+        runners_up,
+        rejected,
+        frontier,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Summary;
+
+    fn row(trace: usize, config: usize, hold: f64, delay: f64, err: f64) -> Row {
+        Row {
+            trace,
+            config,
+            summary: Summary {
+                hold_ratio: hold,
+                mean_delay_ms: Some(delay),
+                p99_delay_ms: Some(delay * 1.5),
+                p99_error: Some(err),
+                ..Summary::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_worst_trace_decides_and_the_lowest_delay_wins() {
+        let policies: Vec<Policy> = [
+            "fixed:delay=50ms",
+            "fixed:delay=100ms",
+            "jitter:k=3",
+            "mirror:",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+        let rows = vec![
+            // fixed 50 ms: fine on trace 0, holds 5 % on trace 1.
+            row(0, 0, 0.0, 60.0, 0.1),
+            row(1, 0, 0.05, 61.0, 0.2),
+            row(0, 1, 0.0, 110.0, 0.1),
+            row(1, 1, 0.002, 111.0, 0.1),
+            row(0, 2, 0.004, 90.0, 0.3),
+            row(1, 2, 0.008, 95.0, 0.4),
+            row(0, 3, 0.2, 40.0, 1.0),
+            row(1, 3, 0.3, 45.0, 1.0),
+        ];
+        let t = tune(&rows, &policies, &Constraints::default());
+        assert_eq!(
+            t.recommendation,
+            Some(2),
+            "jitter: worst 95 ms beats fixed's 111 ms"
+        );
+        assert_eq!(t.runners_up, [1]);
+        assert_eq!(t.rejected.len(), 1);
+        assert_eq!(t.rejected[0].0, "mirror");
+        assert!(
+            t.rejected[0].1.contains("hold ratio 30.00 % > 1.00 %"),
+            "{:?}",
+            t.rejected
+        );
+        assert_eq!(
+            t.candidates[0].rejected.as_deref(),
+            Some("hold ratio 5.00 % > 1.00 %")
+        );
+        // Frontier by delay: mirror (45 ms, 30 %), fixed 50 (61, 5 %), jitter (95, 0.8 %),
+        // fixed 100 (111, 0.2 %).
+        assert_eq!(t.frontier, [3, 0, 2, 1]);
+        let strict = Constraints {
+            max_p99_error: Some(0.2),
+            ..Constraints::default()
+        };
+        assert_eq!(tune(&rows, &policies, &strict).recommendation, Some(1));
+        let by_error = Constraints {
+            objective: Objective::Error,
+            max_hold_ratio: 1.0,
+            ..Constraints::default()
+        };
+        assert_eq!(tune(&rows, &policies, &by_error).recommendation, Some(1));
+        let none = Constraints {
+            max_hold_ratio: 0.0,
+            ..Constraints::default()
+        };
+        let t = tune(&rows, &policies, &none);
+        assert_eq!(t.recommendation, None);
+        assert_eq!(t.rejected.len(), 3);
+    }
+}

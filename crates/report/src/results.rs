@@ -1,0 +1,290 @@
+//! Sweep results as a table: one row per (trace, configuration).
+//!
+//! Columns, in order: `trace`, `config` (the configuration's index in the grid), `policy` (the
+//! exact string `jitterlab replay --policy` accepts), `policy_name`, one column per parameter
+//! that any configuration has (numbers, or durations in milliseconds, when every value of the
+//! column is one; the canonical text otherwise; empty for configurations without that key),
+//! then every metric of `jitterlab replay --json` under the same name. Written as Parquet, CSV
+//! or JSON by the output's extension.
+
+use std::path::Path;
+
+use jitterlab_capture::output::AtomicFile;
+use jitterlab_replay::Policy;
+use jitterlab_replay::sweep::Row;
+use polars::prelude::*;
+use serde_json::{Map, Value};
+
+use crate::Error;
+
+/// A column of JSON values before it gets a polars type.
+type RawColumn = (String, Vec<Value>);
+
+/// Parses a canonical duration or number into a float: `12.5ms` → 12.5 (durations in ms).
+fn numeric(text: &str) -> Option<f64> {
+    if let Ok(v) = text.parse::<f64>() {
+        return v.is_finite().then_some(v);
+    }
+    let (scale, num) = [("ms", 1.0), ("us", 1e-3), ("ns", 1e-6), ("s", 1e3)]
+        .iter()
+        .find_map(|(unit, k)| text.strip_suffix(unit).map(|n| (*k, n)))?;
+    let v: f64 = num.parse().ok()?;
+    v.is_finite().then_some(v * scale)
+}
+
+/// The rows as named columns of JSON values (the single source for every output format).
+pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec<RawColumn> {
+    let mut param_keys: Vec<&'static str> = Vec::new();
+    let mut seen_policy = vec![false; policies.len()];
+    for row in rows {
+        if !seen_policy[row.config] {
+            seen_policy[row.config] = true;
+            for (k, _) in policies[row.config].params() {
+                if !param_keys.contains(&k) {
+                    param_keys.push(k);
+                }
+            }
+        }
+    }
+    let metric_rows: Vec<Map<String, Value>> = rows
+        .iter()
+        .map(|r| match serde_json::to_value(&r.summary) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        })
+        .collect();
+    let metric_keys: Vec<String> = metric_rows
+        .first()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut cols: Vec<RawColumn> = vec![
+        (
+            "trace".into(),
+            rows.iter()
+                .map(|r| Value::from(trace_names[r.trace].clone()))
+                .collect(),
+        ),
+        (
+            "config".into(),
+            rows.iter().map(|r| Value::from(r.config as u64)).collect(),
+        ),
+        (
+            "policy".into(),
+            rows.iter()
+                .map(|r| Value::from(policies[r.config].to_string()))
+                .collect(),
+        ),
+        (
+            "policy_name".into(),
+            rows.iter()
+                .map(|r| Value::from(policies[r.config].name()))
+                .collect(),
+        ),
+    ];
+    for key in param_keys {
+        let texts: Vec<Option<String>> = rows
+            .iter()
+            .map(|r| {
+                policies[r.config]
+                    .params()
+                    .into_iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| v)
+            })
+            .collect();
+        let all_numeric = texts.iter().flatten().all(|t| numeric(t).is_some());
+        let values = texts
+            .into_iter()
+            .map(|t| match t {
+                None => Value::Null,
+                Some(t) if all_numeric => numeric(&t).map_or(Value::Null, Value::from),
+                Some(t) => Value::from(t),
+            })
+            .collect();
+        let name = if metric_keys.iter().any(|m| m == key) {
+            format!("param_{key}")
+        } else {
+            key.to_owned()
+        };
+        cols.push((name, values));
+    }
+    for key in metric_keys {
+        cols.push((
+            key.clone(),
+            metric_rows
+                .iter()
+                .map(|m| m.get(&key).cloned().unwrap_or(Value::Null))
+                .collect(),
+        ));
+    }
+    cols
+}
+
+/// Builds a polars column from JSON values: unsigned integers, floats, booleans or text,
+/// whichever every non-null value is.
+fn to_column(name: &str, values: &[Value]) -> Column {
+    let present = || values.iter().filter(|v| !v.is_null());
+    let name = PlSmallStr::from(name);
+    if present().all(Value::is_u64) {
+        let v: Vec<Option<u64>> = values.iter().map(Value::as_u64).collect();
+        Column::new(name, v)
+    } else if present().all(Value::is_number) {
+        let v: Vec<Option<f64>> = values.iter().map(Value::as_f64).collect();
+        Column::new(name, v)
+    } else if present().all(Value::is_boolean) {
+        let v: Vec<Option<bool>> = values.iter().map(Value::as_bool).collect();
+        Column::new(name, v)
+    } else {
+        let v: Vec<Option<String>> = values
+            .iter()
+            .map(|v| match v {
+                Value::Null => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            })
+            .collect();
+        Column::new(name, v)
+    }
+}
+
+/// The rows as a DataFrame.
+///
+/// # Errors
+/// Polars failures (none expected).
+pub fn sweep_frame(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+) -> Result<DataFrame, Error> {
+    let cols: Vec<Column> = columns(trace_names, policies, rows)
+        .iter()
+        .map(|(n, v)| to_column(n, v))
+        .collect();
+    Ok(DataFrame::new_infer_height(cols)?)
+}
+
+/// Writes the rows to `path` as Parquet (`.parquet`), CSV (`.csv`) or JSON (`.json`, an array
+/// of row objects), atomically; an existing file needs `force`.
+///
+/// # Errors
+/// An unknown extension, an existing file without `force`, polars or I/O failures.
+pub fn write_results(
+    path: &Path,
+    force: bool,
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+) -> Result<(), Error> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let kind = match ext.as_deref() {
+        Some(k @ ("parquet" | "csv" | "json")) => k.to_owned(),
+        _ => {
+            return Err(Error::Table(format!(
+                "{}: the output's extension must be .parquet, .csv or .json",
+                path.display()
+            )));
+        }
+    };
+    let mut out = AtomicFile::create(path, force)?;
+    match kind.as_str() {
+        "json" => {
+            let cols = columns(trace_names, policies, rows);
+            let objects: Vec<Value> = (0..rows.len())
+                .map(|i| {
+                    Value::Object(
+                        cols.iter()
+                            .map(|(n, v)| (n.clone(), v[i].clone()))
+                            .collect(),
+                    )
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut out, &objects)
+                .map_err(|e| Error::Table(e.to_string()))?;
+        }
+        "csv" => {
+            let mut df = sweep_frame(trace_names, policies, rows)?;
+            CsvWriter::new(&mut out)
+                .include_header(true)
+                .finish(&mut df)?;
+        }
+        _ => {
+            let mut df = sweep_frame(trace_names, policies, rows)?;
+            ParquetWriter::new(&mut out).finish(&mut df)?;
+        }
+    }
+    out.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jitterlab_replay::Summary;
+
+    #[test]
+    fn parquet_reads_back_with_the_same_rows_and_types() {
+        let policies: Vec<Policy> = ["fixed:delay=50ms", "jitter:k=3", "fixed:delay=12.5ms"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let rows: Vec<Row> = (0..3)
+            .map(|config| Row {
+                trace: 0,
+                config,
+                summary: Summary {
+                    frames: 100 + config as u64,
+                    hold_ratio: 0.01 * config as f64,
+                    mean_delay_ms: (config != 1).then_some(50.0),
+                    ..Summary::default()
+                },
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.parquet");
+        let names = vec!["a.jtr".to_owned()];
+        write_results(&path, false, &names, &policies, &rows).unwrap();
+        let df = ParquetReader::new(std::fs::File::open(&path).unwrap())
+            .finish()
+            .unwrap();
+        assert_eq!(df.height(), 3);
+        assert_eq!(df.column("delay").unwrap().dtype(), &DataType::Float64);
+        let delay_col = df.column("delay").unwrap().f64().unwrap();
+        let delay: Vec<Option<f64>> = (0..3).map(|i| delay_col.get(i)).collect();
+        assert_eq!(delay, [Some(50.0), None, Some(12.5)]);
+        let frames_col = df.column("frames").unwrap().u64().unwrap();
+        let frames: Vec<Option<u64>> = (0..3).map(|i| frames_col.get(i)).collect();
+        assert_eq!(frames, [Some(100), Some(101), Some(102)]);
+        let policy = df
+            .column("policy")
+            .unwrap()
+            .str()
+            .unwrap()
+            .get(1)
+            .unwrap()
+            .to_owned();
+        assert_eq!(policy, policies[1].to_string());
+        assert!(
+            df.column("mean_delay_ms")
+                .unwrap()
+                .f64()
+                .unwrap()
+                .get(1)
+                .is_none()
+        );
+        // No overwrite without force.
+        assert!(write_results(&path, false, &names, &policies, &rows).is_err());
+        assert!(
+            write_results(
+                &dir.path().join("rows.xlsx"),
+                false,
+                &names,
+                &policies,
+                &rows
+            )
+            .is_err()
+        );
+    }
+}
