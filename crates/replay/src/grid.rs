@@ -15,7 +15,7 @@
 //! let grid = Grid::from_toml("[fixed]\ndelay = \"0ms..20ms step 10ms\"\nmax_gap = [\"100ms\", \"250ms\"]\n")?;
 //! let policies = grid.expand(100)?;
 //! assert_eq!(policies.len(), 6);
-//! assert_eq!(policies[1].to_string(), "fixed:delay=0ms,max_gap=250ms,capacity=32,stale=true,dedup=true,miss=hold");
+//! assert_eq!(policies[1].to_string(), "fixed:delay=0ms,max_gap=250ms,capacity=32,stale=false,dedup=true,miss=hold");
 //! # Ok::<(), jitterlab_replay::Error>(())
 //! ```
 
