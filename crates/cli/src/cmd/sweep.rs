@@ -239,16 +239,19 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
     let loaded = load_all(&args.traces, &args.options)?;
     let traces: Vec<SweepTrace<'_>> = loaded.iter().map(Loaded::prepare).collect();
+    let load_secs = started.elapsed().as_secs_f64();
+    let replaying = Instant::now();
     let rows = execute(&traces, &policies, &args.options, shard)?;
     let packets: usize = rows.iter().map(|r| traces[r.trace].packets()).sum();
-    let secs = started.elapsed().as_secs_f64();
+    let secs = replaying.elapsed().as_secs_f64();
     let names: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
     if let Some(out) = &args.output {
         write_results(out, args.force, &names, &policies, &rows)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     eprintln!(
-        "{} replays ({} configurations × {} trace(s){}) in {secs:.2} s: {:.1} M packet-configuration steps/s{}",
+        "{} replays ({} configurations × {} trace(s){}) in {secs:.2} s after {load_secs:.2} s reading: \
+         {:.1} M packet-configuration steps/s{}",
         rows.len(),
         policies.len(),
         traces.len(),
