@@ -96,6 +96,45 @@ fn sweep_rows_equal_single_replays() {
     assert!(rows[6]["k"].is_number() && rows[0]["k"].is_null());
     assert_eq!(rows[0]["policy_name"], "fixed");
     assert_rows_match_replay(&rows, &[]);
+
+    // The Parquet file of the same sweep holds the same rows, metric for metric.
+    let parquet = dir.path().join("rows.parquet");
+    let res = jitterlab()
+        .args([
+            "sweep",
+            demo().to_str().unwrap(),
+            synth.to_str().unwrap(),
+            "--grid",
+            grid.to_str().unwrap(),
+            "-q",
+            "-o",
+        ])
+        .arg(&parquet)
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    use polars::prelude::*;
+    let df = ParquetReader::new(std::fs::File::open(&parquet).unwrap())
+        .finish()
+        .unwrap();
+    assert_eq!(df.height(), rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        for (k, v) in row.as_object().unwrap() {
+            let cell = df.column(k).unwrap().get(i).unwrap();
+            let same = match (v, &cell) {
+                (Value::Null, AnyValue::Null) => true,
+                (Value::String(s), AnyValue::String(c)) => s == c,
+                (Value::Bool(b), AnyValue::Boolean(c)) => b == c,
+                // serde_json parses floats to within an ulp (no `float_roundtrip`).
+                (Value::Number(n), c) => match (c.extract::<f64>(), n.as_f64()) {
+                    (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                    _ => false,
+                },
+                _ => false,
+            };
+            assert!(same, "row {i} {k}: json {v} vs parquet {cell}");
+        }
+    }
 }
 
 #[test]
