@@ -32,6 +32,9 @@ enum Command {
     Info(cmd::info::Args),
     /// Replay a trace through a buffer policy and report what a player would have seen.
     Replay(cmd::replay::Args),
+    /// PNG figures of delay, buffer depth and error for a trace, its replays and a sweep, with an
+    /// index.html.
+    Report(cmd::report::Args),
     /// Send probe packets at a steady rate with a known motion (and log them as ground truth).
     Send(cmd::send::Args),
     /// Replay many configurations (a grid) over traces in parallel; write the rows as a table.
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(&args),
         Command::Info(args) => cmd::info::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        Command::Report(args) => cmd::report::run(&args),
         Command::Send(args) => cmd::send::run(&args),
         Command::Synth(args) => cmd::synth::run(&args),
         Command::Sweep(args) => cmd::sweep::run(&args),

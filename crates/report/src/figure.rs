@@ -70,6 +70,78 @@ pub struct Panel {
     pub x_range: Option<(f64, f64)>,
     /// Fixed y range; otherwise from the data (starting at 0 when all values are ≥ 0).
     pub y_range: Option<(f64, f64)>,
+    /// A heat map drawn under the series.
+    pub heat: Option<Heat>,
+    /// A note drawn in the upper left corner (e.g. why some data is missing).
+    pub note: Option<String>,
+}
+
+/// A heat map: a value per (x, y) cell, coloured on a colour-blind-safe ramp.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Heat {
+    /// Cell centres along x, ascending.
+    pub xs: Vec<f64>,
+    /// Cell centres along y, ascending.
+    pub ys: Vec<f64>,
+    /// `z[j][i]` is the value at (`xs[i]`, `ys[j]`); `None` or NaN: no data (grey).
+    pub z: Vec<Vec<Option<f64>>>,
+    /// What the colour means, for the legend.
+    pub label: String,
+}
+
+impl Heat {
+    fn range(&self) -> Option<(f64, f64)> {
+        let vals = self.z.iter().flatten().flatten().filter(|v| v.is_finite());
+        let (lo, hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+        lo.is_finite().then_some((lo, hi))
+    }
+
+    /// Cell edges along one axis: midway between centres, half a step beyond the ends.
+    fn edges(centres: &[f64]) -> Vec<f64> {
+        match centres {
+            [] => Vec::new(),
+            [c] => vec![c - 0.5, c + 0.5],
+            _ => {
+                let mut e = Vec::with_capacity(centres.len() + 1);
+                e.push(centres[0] - (centres[1] - centres[0]) / 2.0);
+                for w in centres.windows(2) {
+                    e.push((w[0] + w[1]) / 2.0);
+                }
+                let n = centres.len();
+                e.push(centres[n - 1] + (centres[n - 1] - centres[n - 2]) / 2.0);
+                e
+            }
+        }
+    }
+}
+
+/// A dark-blue → yellow ramp (after cividis): ordered in lightness, readable with colour
+/// blindness and in grey scale.
+pub fn ramp(t: f64) -> RGBColor {
+    let stops = [
+        (0.0, (0u8, 34u8, 78u8)),
+        (0.25, (64, 77, 108)),
+        (0.5, (124, 123, 120)),
+        (0.75, (188, 175, 111)),
+        (1.0, (253, 231, 55)),
+    ];
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let i = stops
+        .iter()
+        .rposition(|(s, _)| *s <= t)
+        .unwrap_or(0)
+        .min(stops.len() - 2);
+    let (t0, a) = stops[i];
+    let (t1, b) = stops[i + 1];
+    let f = (t - t0) / (t1 - t0);
+    let mix = |x: u8, y: u8| (f64::from(x) + (f64::from(y) - f64::from(x)) * f).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
 /// A titled figure of panels stacked in a grid.
@@ -217,6 +289,17 @@ fn draw_panel<DB: DrawingBackend>(
         ylo = ylo.min(y);
         yhi = yhi.max(y);
     }
+    if let Some(h) = &panel.heat {
+        let (ex, ey) = (Heat::edges(&h.xs), Heat::edges(&h.ys));
+        if let (Some(x0), Some(x1), Some(y0), Some(y1)) =
+            (ex.first(), ex.last(), ey.first(), ey.last())
+        {
+            xlo = xlo.min(*x0);
+            xhi = xhi.max(*x1);
+            ylo = ylo.min(*y0);
+            yhi = yhi.max(*y1);
+        }
+    }
     let empty = !xlo.is_finite();
     let x_range = match panel.x_range {
         Some((a, b)) => a..b,
@@ -244,6 +327,22 @@ fn draw_panel<DB: DrawingBackend>(
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(plot_err)?;
+    if let Some(note) = &panel.note {
+        let x = x_range.start + (x_range.end - x_range.start) * 0.02;
+        let y = y_range.end - (y_range.end - y_range.start) * 0.06;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                note.clone(),
+                (x, y),
+                ("sans-serif", 18).into_font().color(&RGBColor(90, 90, 90)),
+            )))
+            .map_err(plot_err)?;
+    }
+    if let Some(h) = &panel.heat
+        && !empty
+    {
+        draw_heat(&mut chart, h)?;
+    }
     if empty {
         let (cx, cy) = (
             (x_range.start + x_range.end) / 2.0,
@@ -307,7 +406,7 @@ fn draw_panel<DB: DrawingBackend>(
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.filled()));
         }
     }
-    if labelled {
+    if labelled || panel.heat.is_some() {
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
@@ -316,6 +415,49 @@ fn draw_panel<DB: DrawingBackend>(
             .position(SeriesLabelPosition::UpperRight)
             .draw()
             .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+fn draw_heat<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    h: &Heat,
+) -> Result<(), Error> {
+    let (ex, ey) = (Heat::edges(&h.xs), Heat::edges(&h.ys));
+    let (lo, hi) = h.range().unwrap_or((0.0, 1.0));
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let mut cells = Vec::new();
+    for (j, row) in h.z.iter().enumerate().take(h.ys.len()) {
+        for (i, v) in row.iter().enumerate().take(h.xs.len()) {
+            let colour = match v {
+                Some(v) if v.is_finite() => ramp((v - lo) / span),
+                _ => RGBColor(220, 220, 220),
+            };
+            cells.push(Rectangle::new(
+                [(ex[i], ey[j]), (ex[i + 1], ey[j + 1])],
+                colour.filled(),
+            ));
+        }
+    }
+    chart.draw_series(cells).map_err(plot_err)?;
+    // The scale: the low and high ends in the legend.
+    for (label, t) in [
+        (format!("{}: {lo:.3}", h.label), 0.0),
+        (format!("{}: {hi:.3}", h.label), 1.0),
+    ] {
+        let c = ramp(t);
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(ex[0], ey[0]), (ex[0], ey[0])],
+                c.filled(),
+            )))
+            .map_err(plot_err)?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.filled()));
     }
     Ok(())
 }

@@ -4,9 +4,11 @@ use std::collections::BTreeSet;
 
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::stats::Jitter;
+use jitterlab_replay::Mode;
 use jitterlab_replay::playout::frame_slots;
 
 use crate::figure::{Figure, Panel, Series, Style};
+use crate::results::SweepPoints;
 use crate::runs::Run;
 
 /// Network: one-way delay variation per packet (arrival − send, minimum removed) with lost
@@ -20,8 +22,6 @@ pub fn network_figure(decoded: &Decoded, stream: u32, title: &str) -> Figure {
         .min()
         .unwrap_or_default();
     let mut owd = Vec::with_capacity(samples.len());
-    let mut jitter_pts = Vec::with_capacity(samples.len());
-    let mut jitter = Jitter::default();
     let mut seen = BTreeSet::new();
     let mut reordered = Vec::new();
     let mut highest = i64::MIN;
@@ -29,8 +29,6 @@ pub fn network_figure(decoded: &Decoded, stream: u32, title: &str) -> Figure {
         let x = (s.arrival - start).as_secs_f64();
         let y = (s.arrival - s.send - min_transit).as_millis_f64();
         owd.push((x, y));
-        jitter.push(s.send, s.arrival, !s.marker);
-        jitter_pts.push((x, jitter.current_ms()));
         if seen.insert(s.seq) && s.seq < highest {
             reordered.push((x, y));
         }
@@ -67,14 +65,64 @@ pub fn network_figure(decoded: &Decoded, stream: u32, title: &str) -> Figure {
     }
     Figure::new(
         title,
+        vec![Panel {
+            title: "One-way delay variation (arrival − send, minimum removed)".into(),
+            x_label: "time since first arrival (s)".into(),
+            y_label: "delay variation (ms)".into(),
+            series: delay_series,
+            note: samples
+                .is_empty()
+                .then(|| "no packets in this stream".to_owned()),
+            ..Panel::default()
+        }],
+    )
+}
+
+/// Jitter: RFC 3550 jitter over time, and a histogram of inter-arrival times with the nominal
+/// send interval (the median send spacing) marked.
+pub fn jitter_figure(decoded: &Decoded, stream: u32, title: &str) -> Figure {
+    let mut samples: Vec<_> = decoded.stream_samples(stream).collect();
+    samples.sort_by_key(|s| s.arrival);
+    let start = samples.first().map(|s| s.arrival).unwrap_or_default();
+    let mut jitter = Jitter::default();
+    let mut jitter_pts = Vec::with_capacity(samples.len());
+    for s in &samples {
+        jitter.push(s.send, s.arrival, !s.marker);
+        jitter_pts.push(((s.arrival - start).as_secs_f64(), jitter.current_ms()));
+    }
+    let iat: Vec<f64> = samples
+        .windows(2)
+        .map(|w| (w[1].arrival - w[0].arrival).as_millis_f64())
+        .collect();
+    let mut sends: Vec<_> = samples.iter().map(|s| (s.seq, s.send)).collect();
+    sends.sort_unstable();
+    sends.dedup_by_key(|s| s.0);
+    let mut spacing: Vec<f64> = sends
+        .windows(2)
+        .filter(|w| w[1].0 == w[0].0 + 1)
+        .map(|w| (w[1].1 - w[0].1).as_millis_f64())
+        .collect();
+    spacing.sort_by(f64::total_cmp);
+    let nominal = spacing.get(spacing.len() / 2).copied();
+    let hist = histogram(&iat, 80);
+    let peak = hist.iter().map(|p| p.1).fold(0.0, f64::max);
+    let mut series = vec![Series {
+        label: format!("{} inter-arrival times", iat.len()),
+        color: 0,
+        style: Style::Step,
+        points: hist,
+    }];
+    if let Some(n) = nominal.filter(|n| n.is_finite()) {
+        series.push(Series {
+            label: format!("nominal interval {n:.2} ms"),
+            color: 5,
+            style: Style::Line,
+            points: vec![(n, 0.0), (n, peak.max(1.0))],
+        });
+    }
+    Figure::new(
+        title,
         vec![
-            Panel {
-                title: "One-way delay variation (arrival − send, minimum removed)".into(),
-                x_label: "time since first arrival (s)".into(),
-                y_label: "delay variation (ms)".into(),
-                series: delay_series,
-                ..Panel::default()
-            },
             Panel {
                 title: "RFC 3550 interarrival jitter".into(),
                 x_label: "time since first arrival (s)".into(),
@@ -87,7 +135,237 @@ pub fn network_figure(decoded: &Decoded, stream: u32, title: &str) -> Figure {
                 }],
                 ..Panel::default()
             },
+            Panel {
+                title: "Inter-arrival times".into(),
+                x_label: "time between consecutive arrivals (ms)".into(),
+                y_label: "packets".into(),
+                series,
+                note: (iat.is_empty()).then(|| "fewer than two packets".to_owned()),
+                ..Panel::default()
+            },
         ],
+    )
+}
+
+/// A histogram of `values` over `bins` equal bins as step points (bin start, count), with a
+/// final point closing the last bin. Non-finite values are left out.
+pub fn histogram(values: &[f64], bins: usize) -> Vec<(f64, f64)> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let (lo, hi) = finite
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    if !lo.is_finite() {
+        return Vec::new();
+    }
+    let width = if hi > lo {
+        (hi - lo) / bins as f64
+    } else {
+        1.0
+    };
+    let mut counts = vec![0u64; bins];
+    for v in finite {
+        let b = (((v - lo) / width) as usize).min(bins - 1);
+        counts[b] += 1;
+    }
+    let mut pts: Vec<(f64, f64)> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (lo + i as f64 * width, c as f64))
+        .collect();
+    pts.push((lo + bins as f64 * width, counts[bins - 1] as f64));
+    pts
+}
+
+/// Per configuration on one time axis: display delay, time buffered ahead, and a strip of the
+/// frames that were not interpolated (hold, extrapolate, empty), so stalls show at a glance.
+pub fn timeline_figure(runs: &[Run]) -> Figure {
+    let overlay = |pick: &dyn Fn(&Run) -> &[f64]| -> Vec<Series> {
+        runs.iter()
+            .enumerate()
+            .map(|(i, r)| Series {
+                label: r.label.clone(),
+                color: i,
+                style: Style::Line,
+                points: r
+                    .log
+                    .t
+                    .iter()
+                    .copied()
+                    .zip(pick(r).iter().copied())
+                    .collect(),
+            })
+            .collect()
+    };
+    let mut modes = Vec::new();
+    for (mode, colour, name) in [
+        (Mode::Hold, 5, "hold"),
+        (Mode::Extrapolate, 1, "extrapolate"),
+        (Mode::Empty, 7, "empty"),
+    ] {
+        let points: Vec<(f64, f64)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.log
+                    .t
+                    .iter()
+                    .zip(&r.log.mode)
+                    .filter(move |(_, m)| **m == mode)
+                    .map(move |(t, _)| (*t, i as f64))
+            })
+            .collect();
+        let n = points.len();
+        modes.push(Series {
+            label: format!("{name} ({n} frames)"),
+            color: colour,
+            style: Style::Dots,
+            points,
+        });
+    }
+    let strip_note = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("{i}: {}", r.label))
+        .collect::<Vec<_>>()
+        .join("   ");
+    Figure::new(
+        "Per configuration: display delay, buffer depth and frame modes",
+        vec![
+            Panel {
+                title: "Display delay (shown sender time behind now)".into(),
+                x_label: "time since first arrival (s)".into(),
+                y_label: "delay (ms)".into(),
+                series: overlay(&|r| &r.log.delay_ms),
+                ..Panel::default()
+            },
+            Panel {
+                title: "Time buffered ahead of the render target (below 0: starving)".into(),
+                x_label: "time since first arrival (s)".into(),
+                y_label: "buffered ahead (ms)".into(),
+                series: overlay(&|r| &r.log.ahead_ms),
+                ..Panel::default()
+            },
+            Panel {
+                title: "Frames not interpolated, per configuration (blank: smooth)".into(),
+                x_label: "time since first arrival (s)".into(),
+                y_label: "configuration".into(),
+                series: modes,
+                y_range: Some((-0.5, runs.len().max(1) as f64 - 0.5)),
+                note: Some(strip_note),
+                ..Panel::default()
+            },
+        ],
+    )
+}
+
+/// The distribution of the error per configuration: fraction of frames with error ≤ x.
+pub fn error_cdf_figure(runs: &[Run]) -> Figure {
+    let series = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut e: Vec<f64> = r
+                .log
+                .error
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .collect();
+            e.sort_by(f64::total_cmp);
+            let n = e.len();
+            let step = (n / 4000).max(1);
+            let mut points: Vec<(f64, f64)> = e
+                .iter()
+                .enumerate()
+                .step_by(step)
+                .map(|(k, &v)| (v, (k + 1) as f64 / n as f64))
+                .collect();
+            if let Some(&last) = e.last() {
+                points.push((last, 1.0));
+            }
+            Series {
+                label: r.label.clone(),
+                color: i,
+                style: Style::Line,
+                points,
+            }
+        })
+        .collect();
+    Figure::new(
+        "Error distribution per configuration",
+        vec![Panel {
+            title: "Cumulative distribution of the error".into(),
+            x_label: "error (value units)".into(),
+            y_label: "fraction of frames".into(),
+            series,
+            y_range: Some((0.0, 1.02)),
+            ..Panel::default()
+        }],
+    )
+}
+
+/// Playout mode: concealment and late-loss rates against a fixed delay (every frame slot
+/// played at its send time + the delay, as `replay --playout` does; C21).
+pub fn playout_figure(decoded: &Decoded, stream: u32, max_delay_ms: u32) -> Figure {
+    let samples: Vec<_> = decoded.stream_samples(stream).cloned().collect();
+    let offset = jitterlab_replay::ClockMapping::Hindsight.offset(&samples);
+    let mut first: std::collections::HashMap<i64, jitterlab_capture::Nanos> =
+        std::collections::HashMap::new();
+    for s in &samples {
+        first
+            .entry(s.seq)
+            .and_modify(|a| *a = (*a).min(s.arrival))
+            .or_insert(s.arrival);
+    }
+    // How late each slot's frame arrived after its send time (mapped to local time); a slot
+    // is concealed at delay d when its frame was lost or is later than d.
+    let slots = frame_slots(samples.iter());
+    let mut lost = 0u64;
+    let mut lateness: Vec<f64> = Vec::with_capacity(slots.len());
+    for (seq, send) in &slots {
+        match first.get(seq) {
+            Some(a) => lateness.push((*a - (*send - offset)).as_millis_f64()),
+            None => lost += 1,
+        }
+    }
+    lateness.sort_by(f64::total_cmp);
+    let total = slots.len().max(1) as f64;
+    let mut concealed = Vec::new();
+    let mut late = Vec::new();
+    if !slots.is_empty() {
+        for ms in (0..=max_delay_ms).step_by(5) {
+            let d = f64::from(ms);
+            let after = lateness.len() - lateness.partition_point(|l| *l <= d);
+            concealed.push((d, 100.0 * (lost as f64 + after as f64) / total));
+            late.push((d, 100.0 * after as f64 / total));
+        }
+    }
+    Figure::new(
+        "Playout: frames played at send time + a fixed delay",
+        vec![Panel {
+            title: format!(
+                "Concealment and late loss against the playout delay ({lost} frames never arrived)"
+            ),
+            x_label: "playout delay beyond the minimum transit (ms)".into(),
+            y_label: "frames (%)".into(),
+            series: vec![
+                Series {
+                    label: "concealed (lost or late)".into(),
+                    color: 0,
+                    style: Style::Line,
+                    points: concealed,
+                },
+                Series {
+                    label: "arrived too late".into(),
+                    color: 5,
+                    style: Style::Line,
+                    points: late,
+                },
+            ],
+            ..Panel::default()
+        }],
     )
 }
 
@@ -172,4 +450,192 @@ pub fn error_figure(runs: &[Run]) -> Figure {
         Style::Line,
         |r| &r.log.error,
     )
+}
+
+/// Sweep: every configuration's worst display delay against its worst hold ratio, one colour
+/// per policy, the Pareto frontier joined, the recommendation marked.
+pub fn pareto_figure(sweep: &SweepPoints, recommended: Option<usize>) -> Figure {
+    let names = jitterlab_replay::Policy::NAMES;
+    let mut series: Vec<Series> = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let points: Vec<(f64, f64)> = sweep
+            .points
+            .iter()
+            .filter(|p| p.name == *name)
+            .filter_map(|p| Some((p.worst_delay?, 100.0 * p.worst_hold)))
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .collect();
+        if !points.is_empty() {
+            let mut points = points;
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            series.push(Series {
+                label: format!("{name} ({})", points.len()),
+                color: k,
+                style: Style::Dots,
+                points,
+            });
+        }
+    }
+    let mut by_delay: Vec<(f64, f64)> = sweep
+        .points
+        .iter()
+        .filter_map(|p| Some((p.worst_delay?, 100.0 * p.worst_hold)))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    by_delay.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut frontier = Vec::new();
+    let mut best = f64::INFINITY;
+    for (x, y) in by_delay {
+        if y < best {
+            best = y;
+            frontier.push((x, y));
+        }
+    }
+    if frontier.len() > 1 {
+        series.push(Series {
+            label: "Pareto frontier".into(),
+            color: 7,
+            style: Style::Step,
+            points: frontier,
+        });
+    }
+    let mut note = None;
+    if let Some(p) = recommended.and_then(|i| sweep.points.get(i))
+        && let Some(d) = p.worst_delay
+    {
+        series.push(Series {
+            label: format!(
+                "recommended: {} ({d:.1} ms, {:.2} % holds)",
+                p.name,
+                100.0 * p.worst_hold
+            ),
+            color: 5,
+            style: Style::Crosses,
+            points: vec![(d, 100.0 * p.worst_hold)],
+        });
+    } else if !sweep.points.is_empty() {
+        note = Some("no configuration meets the hold-ratio limit".to_owned());
+    }
+    Figure::new(
+        format!(
+            "Sweep: {} configurations, {} rows",
+            sweep.points.len(),
+            sweep.rows
+        ),
+        vec![Panel {
+            title: "Display delay against hold ratio (worst trace per configuration)".into(),
+            x_label: "mean display delay (ms)".into(),
+            y_label: "hold ratio (%)".into(),
+            series,
+            note,
+            ..Panel::default()
+        }],
+    )
+}
+
+/// Sweep: the hold ratio over the two most varied numeric parameters of the most swept policy
+/// (e.g. `delay × max_gap`); where other parameters vary too, a cell shows the best of them.
+pub fn heatmap_figure(sweep: &SweepPoints) -> Figure {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for p in &sweep.points {
+        match counts.iter_mut().find(|(n, _)| *n == p.name) {
+            Some(c) => c.1 += 1,
+            None => counts.push((&p.name, 1)),
+        }
+    }
+    let name = counts.iter().max_by_key(|c| c.1).map(|c| c.0.to_owned());
+    let of: Vec<&crate::results::SweepPoint> = sweep
+        .points
+        .iter()
+        .filter(|p| Some(&p.name) == name.as_ref())
+        .collect();
+    let distinct = |key: &str| -> Vec<f64> {
+        let mut v: Vec<f64> = of
+            .iter()
+            .filter_map(|p| p.params.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
+            .filter(|v| v.is_finite())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
+    };
+    let mut keys: Vec<(String, Vec<f64>)> = of
+        .first()
+        .map(|p| p.params.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|k| {
+            let d = distinct(&k);
+            (k, d)
+        })
+        .filter(|(_, d)| d.len() > 1)
+        .collect();
+    keys.sort_by_key(|k| std::cmp::Reverse(k.1.len()));
+    let title = format!(
+        "Hold ratio over two swept parameters{}",
+        name.as_ref().map_or(String::new(), |n| format!(" ({n})"))
+    );
+    let panel = match keys.as_slice() {
+        [(kx, xs), (ky, ys), ..] => {
+            let mut z = vec![vec![None::<f64>; xs.len()]; ys.len()];
+            for p in &of {
+                let get = |k: &str| p.params.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+                let (Some(x), Some(y)) = (get(kx), get(ky)) else {
+                    continue;
+                };
+                let (Some(i), Some(j)) = (
+                    xs.iter().position(|v| *v == x),
+                    ys.iter().position(|v| *v == y),
+                ) else {
+                    continue;
+                };
+                let h = 100.0 * p.worst_hold;
+                z[j][i] = Some(z[j][i].map_or(h, |o: f64| o.min(h)));
+            }
+            let unit = |k: &str| {
+                if [
+                    "delay",
+                    "max_gap",
+                    "cl_interp",
+                    "window",
+                    "every",
+                    "max",
+                    "min",
+                    "interval",
+                ]
+                .contains(&k)
+                {
+                    " (ms)"
+                } else {
+                    ""
+                }
+            };
+            Panel {
+                title: format!("{kx} × {ky}: hold ratio (%), worst trace"),
+                x_label: format!("{kx}{}", unit(kx)),
+                y_label: format!("{ky}{}", unit(ky)),
+                heat: Some(crate::figure::Heat {
+                    xs: xs.clone(),
+                    ys: ys.clone(),
+                    z,
+                    label: "hold ratio %".into(),
+                }),
+                note: (keys.len() > 2).then(|| {
+                    format!(
+                        "{} other parameter(s) vary: each cell shows their best",
+                        keys.len() - 2
+                    )
+                }),
+                ..Panel::default()
+            }
+        }
+        _ => Panel {
+            title: "needs a sweep over two numeric parameters of one policy".into(),
+            x_label: "parameter".into(),
+            y_label: "parameter".into(),
+            note: Some("no data: the sweep varies fewer than two numeric parameters".into()),
+            ..Panel::default()
+        },
+    };
+    Figure::new(title, vec![panel])
 }

@@ -34,4 +34,4 @@ pub use error::Error;
 pub use figure::Figure;
 pub use runs::{FrameLog, Run, run_policies};
 pub use table::summary_frame;
-pub use write::{Written, write_report};
+pub use write::{ReportInput, Written, report_figures, write_full_report, write_report};

@@ -288,3 +288,167 @@ mod tests {
         );
     }
 }
+
+/// One configuration of a sweep, judged by its worst trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// The exact policy string.
+    pub policy: String,
+    /// The policy's name (`fixed`, ...).
+    pub name: String,
+    /// Largest hold ratio over the traces.
+    pub worst_hold: f64,
+    /// Largest mean display delay over the traces, ms.
+    pub worst_delay: Option<f64>,
+    /// Numeric parameters (durations in ms).
+    pub params: Vec<(String, f64)>,
+}
+
+/// A sweep's configurations, ready for the Pareto figure and heat map.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SweepPoints {
+    /// In the order first seen.
+    pub points: Vec<SweepPoint>,
+    /// Rows read (pairs).
+    pub rows: usize,
+}
+
+impl SweepPoints {
+    /// Groups rows (as JSON objects with the results table's columns) by policy.
+    pub fn from_objects(objects: &[Map<String, Value>]) -> Self {
+        let metric_names: Vec<String> =
+            match serde_json::to_value(jitterlab_replay::Summary::default()) {
+                Ok(Value::Object(m)) => m.keys().cloned().collect(),
+                _ => Vec::new(),
+            };
+        let meta = ["trace", "config", "policy", "policy_name"];
+        let mut out = Self {
+            points: Vec::new(),
+            rows: objects.len(),
+        };
+        for row in objects {
+            let Some(policy) = row.get("policy").and_then(Value::as_str) else {
+                continue;
+            };
+            let hold = row
+                .get("hold_ratio")
+                .and_then(Value::as_f64)
+                .unwrap_or(f64::NAN);
+            let delay = row.get("mean_delay_ms").and_then(Value::as_f64);
+            match out.points.iter_mut().find(|p| p.policy == policy) {
+                Some(p) => {
+                    p.worst_hold = p.worst_hold.max(hold);
+                    p.worst_delay = match (p.worst_delay, delay) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        _ => None,
+                    };
+                }
+                None => out.points.push(SweepPoint {
+                    policy: policy.to_owned(),
+                    name: row.get("policy_name").and_then(Value::as_str).map_or_else(
+                        || policy.split(':').next().unwrap_or("").to_owned(),
+                        str::to_owned,
+                    ),
+                    worst_hold: hold,
+                    worst_delay: delay,
+                    params: row
+                        .iter()
+                        .filter(|(k, _)| !meta.contains(&k.as_str()) && !metric_names.contains(k))
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect(),
+                }),
+            }
+        }
+        out
+    }
+
+    /// From sweep rows in memory.
+    pub fn from_rows(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Self {
+        let cols = columns(trace_names, policies, rows);
+        let objects: Vec<Map<String, Value>> = (0..rows.len())
+            .map(|i| {
+                cols.iter()
+                    .map(|(n, v)| (n.clone(), v[i].clone()))
+                    .collect()
+            })
+            .collect();
+        Self::from_objects(&objects)
+    }
+
+    /// The lowest worst delay among configurations whose worst hold ratio is at most
+    /// `max_hold` (the tune rule).
+    pub fn recommendation(&self, max_hold: f64) -> Option<usize> {
+        self.points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.worst_hold <= max_hold && p.worst_delay.is_some())
+            .min_by(|a, b| {
+                (a.1.worst_delay, a.1.worst_hold)
+                    .partial_cmp(&(b.1.worst_delay, b.1.worst_hold))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map(|(i, _)| i)
+    }
+}
+
+/// Reads a results file written by `jitterlab sweep` (Parquet, CSV or JSON, by extension).
+///
+/// # Errors
+/// Unreadable files, an unknown extension, a table without a `policy` column.
+pub fn read_results(path: &Path) -> Result<SweepPoints, Error> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let objects: Vec<Map<String, Value>> = match ext.as_deref() {
+        Some("json") => {
+            let bytes = std::fs::read(path)?;
+            serde_json::from_slice(&bytes).map_err(|e| {
+                Error::Table(format!("{}: not a sweep JSON array: {e}", path.display()))
+            })?
+        }
+        Some("parquet" | "csv") => {
+            let file = std::fs::File::open(path)?;
+            let df = if ext.as_deref() == Some("csv") {
+                CsvReadOptions::default()
+                    .with_has_header(true)
+                    .into_reader_with_file_handle(file)
+                    .finish()?
+            } else {
+                ParquetReader::new(file).finish()?
+            };
+            (0..df.height())
+                .map(|i| {
+                    df.columns()
+                        .iter()
+                        .map(|c| {
+                            let v = match c.get(i) {
+                                Ok(AnyValue::String(s)) => Value::from(s),
+                                Ok(AnyValue::StringOwned(s)) => Value::from(s.as_str()),
+                                Ok(AnyValue::Boolean(b)) => Value::from(b),
+                                Ok(AnyValue::Null) | Err(_) => Value::Null,
+                                Ok(other) => {
+                                    other.extract::<f64>().map_or(Value::Null, Value::from)
+                                }
+                            };
+                            (c.name().to_string(), v)
+                        })
+                        .collect()
+                })
+                .collect()
+        }
+        _ => {
+            return Err(Error::Table(format!(
+                "{}: a sweep's results are .parquet, .csv or .json",
+                path.display()
+            )));
+        }
+    };
+    if objects.first().is_some_and(|o| !o.contains_key("policy")) {
+        return Err(Error::Table(format!(
+            "{}: no policy column; is this a jitterlab sweep's output?",
+            path.display()
+        )));
+    }
+    Ok(SweepPoints::from_objects(&objects))
+}

@@ -7,7 +7,12 @@ use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::output::write_atomic;
 
 use crate::Error;
-use crate::figures::{depth_figure, error_figure, network_figure};
+use crate::figure::Figure;
+use crate::figures::{
+    depth_figure, error_cdf_figure, error_figure, heatmap_figure, jitter_figure, network_figure,
+    pareto_figure, playout_figure, timeline_figure,
+};
+use crate::results::SweepPoints;
 use crate::runs::Run;
 use crate::table::{rounded, summary_frame, to_csv, to_markdown};
 
@@ -16,6 +21,23 @@ use crate::table::{rounded, summary_frame, to_csv, to_markdown};
 pub struct Written {
     /// Every file, in the order the index shows them.
     pub files: Vec<PathBuf>,
+}
+
+/// Everything a report shows.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportInput<'a> {
+    /// The report's title.
+    pub title: &'a str,
+    /// The trace.
+    pub decoded: &'a Decoded,
+    /// The stream the figures show.
+    pub stream: u32,
+    /// Replays of that stream, one per configuration (colours follow this order).
+    pub runs: &'a [Run],
+    /// A sweep's configurations, for the Pareto figure and heat map.
+    pub sweep: Option<&'a SweepPoints>,
+    /// The recommended configuration (a policy string) and why.
+    pub recommendation: Option<(&'a str, &'a str)>,
 }
 
 /// Writes figures and tables for `runs` (replays of stream `stream` of `decoded`) into `dir`.
@@ -32,17 +54,84 @@ pub fn write_report(
     stream: u32,
     runs: &[Run],
 ) -> Result<Written, Error> {
-    fs::create_dir_all(dir)?;
-    let mut written = Written::default();
-    let figures = [
+    write_full_report(
+        dir,
+        &ReportInput {
+            title,
+            decoded,
+            stream,
+            runs,
+            sweep: None,
+            recommendation: None,
+        },
+    )
+}
+
+/// The figures of a report, in the order the index shows them: (file, heading, figure).
+pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static str, Figure)> {
+    let ReportInput {
+        title,
+        decoded,
+        stream,
+        runs,
+        sweep,
+        recommendation,
+    } = *input;
+    let mut figures = vec![
         (
             "network.png",
             "Network",
             network_figure(decoded, stream, &format!("{title}: network")),
         ),
+        (
+            "jitter.png",
+            "Jitter",
+            jitter_figure(decoded, stream, &format!("{title}: jitter")),
+        ),
+        (
+            "timeline.png",
+            "Delay, depth and frame modes",
+            timeline_figure(runs),
+        ),
         ("buffer-depth.png", "Buffer depth", depth_figure(runs)),
         ("error.png", "Error", error_figure(runs)),
+        (
+            "error-cdf.png",
+            "Error distribution",
+            error_cdf_figure(runs),
+        ),
     ];
+    if let Some(sweep) = sweep {
+        let rec = recommendation.and_then(|(p, _)| sweep.points.iter().position(|q| q.policy == p));
+        figures.push((
+            "pareto.png",
+            "Sweep: delay against holds",
+            pareto_figure(sweep, rec),
+        ));
+        figures.push((
+            "heatmap.png",
+            "Sweep: hold ratio over two parameters",
+            heatmap_figure(sweep),
+        ));
+    }
+    figures.push((
+        "playout.png",
+        "Playout",
+        playout_figure(decoded, stream, 300),
+    ));
+    figures
+}
+
+/// Writes a report with everything [`ReportInput`] holds: figures, the summary table, the
+/// recommendation, and an index (`index.md`, `index.html`) that shows them in order.
+///
+/// # Errors
+/// Drawing, table or I/O failures.
+pub fn write_full_report(dir: &Path, input: &ReportInput<'_>) -> Result<Written, Error> {
+    let (title, runs) = (input.title, input.runs);
+    fs::create_dir_all(dir)?;
+    let mut written = Written::default();
+    let figures = report_figures(input);
     for (name, _, fig) in &figures {
         let path = dir.join(name);
         fig.save(&path)?;
@@ -54,7 +143,19 @@ pub fn write_report(
     written.files.push(csv_path);
 
     let md_table = to_markdown(&table);
-    let mut md = format!("# {title}\n\n## Summary\n\n{md_table}\n");
+    let mut md = format!("# {title}\n\n");
+    let mut html_rec = String::new();
+    if let Some((policy, why)) = input.recommendation {
+        md.push_str(&format!(
+            "## Recommended configuration\n\n```\n--policy {policy}\n```\n\n{why}\n\n"
+        ));
+        html_rec = format!(
+            "<h2>Recommended configuration</h2>\n<pre>--policy {}</pre>\n<p>{}</p>\n",
+            escape(policy),
+            escape(why)
+        );
+    }
+    md.push_str(&format!("## Summary\n\n{md_table}\n"));
     let mut html_figs = String::new();
     for (name, heading, _) in &figures {
         md.push_str(&format!("## {heading}\n\n![{heading}]({name})\n\n"));
@@ -73,7 +174,7 @@ pub fn write_report(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{t}</title>\
          <style>body{{font-family:sans-serif;max-width:1650px;margin:auto}}\
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}</style>\
-         </head><body>\n<h1>{t}</h1>\n<h2>Summary</h2>\n{table}\n{html_figs}\
+         </head><body>\n<h1>{t}</h1>\n{html_rec}<h2>Summary</h2>\n{table}\n{html_figs}\
          <h2>Configurations</h2><ul>{list}</ul></body></html>\n",
         t = escape(title),
         table = html_table(&table),

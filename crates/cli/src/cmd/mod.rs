@@ -5,6 +5,7 @@ pub(crate) mod demo;
 pub(crate) mod import;
 pub(crate) mod info;
 pub(crate) mod replay;
+pub(crate) mod report;
 pub(crate) mod send;
 pub(crate) mod sweep;
 pub(crate) mod synth;

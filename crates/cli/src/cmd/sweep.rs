@@ -75,7 +75,8 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    fn new(name: String, decoded: Decoded) -> Result<Self> {
+    /// Wraps a decoded trace; fails when it has no packets or an RTP clock rate is unknown.
+    pub(crate) fn new(name: String, decoded: Decoded) -> Result<Self> {
         if decoded.samples.is_empty() {
             bail!("{name}: the trace holds no decodable packets");
         }

@@ -8,7 +8,8 @@ use jitterlab_replay::grid::default_tune_grid_for;
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Candidate, Constraints, Objective, Tuning, tune};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy};
-use jitterlab_report::{run_policies, write_report};
+use jitterlab_report::results::SweepPoints;
+use jitterlab_report::{ReportInput, run_policies, write_full_report};
 use serde_json::{Value, json};
 
 use crate::cmd::sweep::{Loaded, SweepOptions, execute, load_all, policies};
@@ -123,14 +124,23 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         print_text(&mut out, &t, &policies, &names, &constraints)?;
     }
     if let Some(dir) = &args.report {
-        write_tune_report(dir, &t, &policies, &loaded, &args.options)?;
+        let points = SweepPoints::from_rows(&names, &policies, &rows);
+        write_tune_report(
+            dir,
+            &t,
+            &policies,
+            &loaded,
+            &args.options,
+            &points,
+            &constraints,
+        )?;
         eprintln!("report written to {}/", dir.display());
     }
     Ok(())
 }
 
 /// The traffic's packet rate (median over streams), for the engine presets' send rates.
-fn send_rate(loaded: &[Loaded]) -> Option<u32> {
+pub(crate) fn send_rate(loaded: &[Loaded]) -> Option<u32> {
     let mut rates: Vec<f64> = loaded
         .iter()
         .flat_map(|l| jitterlab_capture::stats::stream_stats(&l.decoded))
@@ -222,6 +232,8 @@ fn write_tune_report(
     policies: &[Policy],
     loaded: &[Loaded],
     o: &SweepOptions,
+    points: &SweepPoints,
+    c: &Constraints,
 ) -> Result<()> {
     let Some(first) = loaded.first() else {
         return Ok(());
@@ -252,12 +264,26 @@ fn write_tune_report(
     }
     let clock: ClockMapping = o.clock.parse()?;
     let runs = run_policies(&first.decoded, 0, &chosen, &FrameClock::Fps(o.fps), clock)?;
-    write_report(
+    let rec = t.recommendation.map(|r| policies[r].to_string());
+    let why = format!(
+        "The lowest mean display delay whose hold ratio stays at or below {:.2} %{} on every \
+         trace, out of {} configurations.",
+        100.0 * c.max_hold_ratio,
+        c.max_p99_error
+            .map_or(String::new(), |e| format!(" and p99 error at or below {e}")),
+        policies.len()
+    );
+    let title = format!("jitterlab tune: {}", first.name);
+    write_full_report(
         dir,
-        &format!("jitterlab tune: {}", first.name),
-        &first.decoded,
-        0,
-        &runs,
+        &ReportInput {
+            title: &title,
+            decoded: &first.decoded,
+            stream: 0,
+            runs: &runs,
+            sweep: Some(points),
+            recommendation: rec.as_deref().map(|p| (p, why.as_str())),
+        },
     )
     .with_context(|| format!("cannot write the report into {}", dir.display()))?;
     Ok(())

@@ -8,6 +8,7 @@ mod bad_input;
 mod commands;
 mod contracts;
 mod live;
+mod report;
 mod sweep;
 mod util;
 mod wireshark;
