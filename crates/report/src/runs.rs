@@ -3,6 +3,8 @@
 use jitterlab_capture::decode::{Decoded, Sample};
 use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Stream, Summary, replay_stream};
 
+use rayon::prelude::*;
+
 use crate::Error;
 
 /// Per-frame values of one replay, for plotting. Times are seconds since the stream's first
@@ -59,8 +61,9 @@ pub fn run_policies(
     let input = Stream::new(&samples)
         .with_truth(&truth)
         .with_channels(&channels);
+    // Configurations replay independently: one per core.
     policies
-        .iter()
+        .par_iter()
         .map(|(label, policy)| {
             let mut log = FrameLog::default();
             let metrics = replay_stream(&input, policy, frames, clock, |f| {

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::output::write_atomic;
 
+use rayon::prelude::*;
+
 use crate::Error;
 use crate::figure::Figure;
 use crate::figures::{
@@ -77,49 +79,58 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
         sweep,
         recommendation,
     } = *input;
-    let mut figures = vec![
+    type Make<'a> = Box<dyn Fn() -> Figure + Send + Sync + 'a>;
+    let mut makers: Vec<(&'static str, &'static str, Make<'_>)> = vec![
         (
             "network.png",
             "Network",
-            network_figure(decoded, stream, &format!("{title}: network")),
+            Box::new(move || network_figure(decoded, stream, &format!("{title}: network"))),
         ),
         (
             "jitter.png",
             "Jitter",
-            jitter_figure(decoded, stream, &format!("{title}: jitter")),
+            Box::new(move || jitter_figure(decoded, stream, &format!("{title}: jitter"))),
         ),
         (
             "timeline.png",
             "Delay, depth and frame modes",
-            timeline_figure(runs),
+            Box::new(move || timeline_figure(runs)),
         ),
-        ("buffer-depth.png", "Buffer depth", depth_figure(runs)),
-        ("error.png", "Error", error_figure(runs)),
+        (
+            "buffer-depth.png",
+            "Buffer depth",
+            Box::new(move || depth_figure(runs)),
+        ),
+        ("error.png", "Error", Box::new(move || error_figure(runs))),
         (
             "error-cdf.png",
             "Error distribution",
-            error_cdf_figure(runs),
+            Box::new(move || error_cdf_figure(runs)),
         ),
     ];
     if let Some(sweep) = sweep {
         let rec = recommendation.and_then(|(p, _)| sweep.points.iter().position(|q| q.policy == p));
-        figures.push((
+        makers.push((
             "pareto.png",
             "Sweep: delay against holds",
-            pareto_figure(sweep, rec),
+            Box::new(move || pareto_figure(sweep, rec)),
         ));
-        figures.push((
+        makers.push((
             "heatmap.png",
             "Sweep: hold ratio over two parameters",
-            heatmap_figure(sweep),
+            Box::new(move || heatmap_figure(sweep)),
         ));
     }
-    figures.push((
+    makers.push((
         "playout.png",
         "Playout",
-        playout_figure(decoded, stream, 300),
+        Box::new(move || playout_figure(decoded, stream, 300)),
     ));
-    figures
+    // Each figure's data is prepared independently: one per core.
+    makers
+        .par_iter()
+        .map(|(name, heading, make)| (*name, *heading, make()))
+        .collect()
 }
 
 /// Writes a report with everything [`ReportInput`] holds: figures, the summary table, the
@@ -132,11 +143,15 @@ pub fn write_full_report(dir: &Path, input: &ReportInput<'_>) -> Result<Written,
     fs::create_dir_all(dir)?;
     let mut written = Written::default();
     let figures = report_figures(input);
-    for (name, _, fig) in &figures {
-        let path = dir.join(name);
-        fig.save(&path)?;
-        written.files.push(path);
-    }
+    // Figures render independently: one per core.
+    let paths: Vec<PathBuf> = figures
+        .par_iter()
+        .map(|(name, _, fig)| {
+            let path = dir.join(name);
+            fig.save(&path).map(|()| path)
+        })
+        .collect::<Result<_, Error>>()?;
+    written.files.extend(paths);
     let table = rounded(&summary_frame(runs)?, 3)?;
     let csv_path = dir.join("summary.csv");
     write_atomic(&csv_path, &to_csv(&table)?, true)?;
