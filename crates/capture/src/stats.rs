@@ -453,6 +453,19 @@ mod tests {
         assert_eq!(a.stats(), b.stats());
     }
 
+    fn probe_info() -> StreamInfo {
+        StreamInfo {
+            id: 0,
+            ssrc: None,
+            probe_stream: Some(0),
+            src: None,
+            dst: None,
+            payload_type: None,
+            clock_rate: None,
+            channels: vec![],
+        }
+    }
+
     fn sample(seq: i64, send_ms: i64, arr_ms: i64) -> Sample {
         Sample::new(
             0,
@@ -464,16 +477,7 @@ mod tests {
 
     #[test]
     fn widely_spread_sequence_numbers_are_counted_exactly() {
-        let info = StreamInfo {
-            id: 0,
-            ssrc: None,
-            probe_stream: Some(0),
-            src: None,
-            dst: None,
-            payload_type: None,
-            clock_rate: None,
-            channels: vec![],
-        };
+        let info = probe_info();
         // Beyond the bitmap's range: the set switches to hashing without losing what it saw.
         let seqs = [5, 7, 5, 1 << 40, 6, 1 << 40, -3];
         let samples: Vec<Sample> = seqs.iter().map(|&q| sample(q, 0, 0)).collect();
@@ -488,16 +492,7 @@ mod tests {
 
     #[test]
     fn duplicates_do_not_hide_loss() {
-        let info = StreamInfo {
-            id: 0,
-            ssrc: None,
-            probe_stream: Some(0),
-            src: None,
-            dst: None,
-            payload_type: None,
-            clock_rate: None,
-            channels: vec![],
-        };
+        let info = probe_info();
         // 1 2 2 5 4 8: lost 3, 6, 7 (bursts of 1 and 2), one duplicate, one reordered.
         let samples: Vec<Sample> = [1, 2, 2, 5, 4, 8]
             .iter()

@@ -170,3 +170,35 @@ pub(crate) fn is_capture_magic(magic: [u8; 4]) -> bool {
         0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 | 0x0a0d_0d0a
     )
 }
+
+/// Creates an output file that is appended to as it is written (captures, sender logs): never
+/// over an existing file unless `force`.
+pub(crate) fn create_output(path: &Path, force: bool) -> Result<File> {
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    if force {
+        open.create(true).truncate(true);
+    } else {
+        open.create_new(true);
+    }
+    open.open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            anyhow::anyhow!(
+                "{} already exists (pass --force to overwrite)",
+                path.display()
+            )
+        }
+        _ => anyhow::anyhow!("cannot create {}: {e}", path.display()),
+    })
+}
+
+/// Parses a ratio given as `1%` or `0.01`, within 0..=1.
+pub(crate) fn parse_ratio(flag: &str, text: &str) -> Result<f64> {
+    match text.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.trim().parse::<f64>(),
+    }
+    .ok()
+    .filter(|v| (0.0..=1.0).contains(v))
+    .with_context(|| format!("{flag} '{text}': expected a ratio 0..1 or 0%..100%"))
+}

@@ -1,6 +1,5 @@
 //! `jitterlab capture`: record live UDP traffic, or relay it between a client and a server.
 
-use std::fs::OpenOptions;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -139,20 +138,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if let Some(spec) = &impair {
         header.notes.push(format!("impairment: {spec}"));
     }
-    let mut open = OpenOptions::new();
-    open.write(true);
-    if args.force {
-        open.create(true).truncate(true);
-    } else {
-        open.create_new(true);
-    }
-    let file = open.open(&args.output).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => anyhow::anyhow!(
-            "{} already exists (pass --force to overwrite)",
-            args.output.display()
-        ),
-        _ => anyhow::anyhow!("cannot create {}: {e}", args.output.display()),
-    })?;
+    let file = crate::input::create_output(&args.output, args.force)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;

@@ -50,18 +50,8 @@ pub(crate) struct Args {
     decode: crate::input::DecodeArgs,
 }
 
-fn ratio(text: &str) -> Result<f64> {
-    match text.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.trim().parse::<f64>(),
-    }
-    .ok()
-    .filter(|v| (0.0..=1.0).contains(v))
-    .with_context(|| format!("--max-hold-ratio '{text}': expected a ratio 0..1 or 0%..100%"))
-}
-
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let max_hold = ratio(&args.max_hold_ratio)?;
+    let max_hold = crate::input::parse_ratio("--max-hold-ratio", &args.max_hold_ratio)?;
     let options = SweepOptions {
         grid: Vec::new(),
         sweeps: Vec::new(),

@@ -1,6 +1,5 @@
 //! `jitterlab send`: probe packets at a steady rate with a known motion, logged as ground truth.
 
-use std::fs::OpenOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -56,27 +55,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         stream: args.stream,
         size: args.size,
     };
-    let log = match &args.log {
-        Some(path) => {
-            let mut open = OpenOptions::new();
-            open.write(true);
-            if args.force {
-                open.create(true).truncate(true);
-            } else {
-                open.create_new(true);
-            }
-            Some(open.open(path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => {
-                    anyhow!(
-                        "{} already exists (pass --force to overwrite)",
-                        path.display()
-                    )
-                }
-                _ => anyhow!("cannot create {}: {e}", path.display()),
-            })?)
-        }
-        None => None,
-    };
+    let log = args
+        .log
+        .as_deref()
+        .map(|path| crate::input::create_output(path, args.force))
+        .transpose()?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;

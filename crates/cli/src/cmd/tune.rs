@@ -39,17 +39,6 @@ pub(crate) struct Args {
     report: Option<PathBuf>,
 }
 
-fn parse_ratio(text: &str) -> Result<f64> {
-    let v = match text.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.trim().parse::<f64>(),
-    }
-    .ok()
-    .filter(|v| (0.0..=1.0).contains(v))
-    .with_context(|| format!("--max-hold-ratio '{text}': expected a ratio 0..1 or 0%..100%"))?;
-    Ok(v)
-}
-
 /// The worst figures across traces as JSON, plus each trace's metrics.
 fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
     let per_trace: Vec<Value> = rows
@@ -72,7 +61,7 @@ fn candidate(t: &Tuning, config: usize) -> Option<&Candidate> {
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     let constraints = Constraints {
-        max_hold_ratio: parse_ratio(&args.max_hold_ratio)?,
+        max_hold_ratio: crate::input::parse_ratio("--max-hold-ratio", &args.max_hold_ratio)?,
         max_p99_error: match args.max_p99_error {
             Some(e) if !(e.is_finite() && e >= 0.0) => {
                 bail!("--max-p99-error {e}: expected a finite value ≥ 0")

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use jitterlab_capture::decode::probe::Probe;
 use jitterlab_capture::synth::{Config, generate};
 
-use crate::util::{fixtures, import, jitterlab, json, write};
+use crate::util::{decode_png, fixtures, import, jitterlab, json, write};
 
 fn demo_trace() -> std::path::PathBuf {
     fixtures().join("traces/demo-wifi-20hz.jtr")
@@ -191,15 +191,6 @@ fn timeline_csv_has_a_row_per_frame() {
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(2));
-}
-
-fn decode_png(path: &std::path::Path) -> (u32, u32, Vec<u8>) {
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    buf.truncate(info.buffer_size());
-    (info.width, info.height, buf)
 }
 
 /// Share of non-white pixels in a rectangle of an RGB image.

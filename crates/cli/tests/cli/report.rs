@@ -6,16 +6,7 @@ use std::path::{Path, PathBuf};
 
 use jitterlab_capture::testdata::shared_data;
 
-use crate::util::{fixtures, jitterlab};
-
-fn decode(path: &Path) -> (u32, u32, Vec<u8>) {
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    buf.truncate(info.buffer_size());
-    (info.width, info.height, buf)
-}
+use crate::util::{decode_png, fixtures, jitterlab};
 
 /// Share of clearly coloured pixels (data, not grey axes or text) in rows `y0..y1`.
 fn colour(img: &(u32, u32, Vec<u8>), y0: u32, y1: u32) -> f64 {
@@ -35,7 +26,7 @@ fn colour(img: &(u32, u32, Vec<u8>), y0: u32, y1: u32) -> f64 {
 
 /// Every panel (stacked in `rows` bands below the title) has drawn data.
 fn assert_panels(dir: &Path, name: &str, rows: u32) {
-    let img = decode(&dir.join(name));
+    let img = decode_png(&dir.join(name));
     assert_eq!((img.0, img.1), (1600, 900), "{name}");
     let band = 850 / rows;
     for j in 0..rows {
@@ -148,8 +139,8 @@ fn report_on_a_probe_trace_with_ground_truth_and_a_sweep() {
     );
     for name in ["network.png", "timeline.png", "error.png"] {
         assert_ne!(
-            decode(&out.join(name)).2,
-            decode(&other.join(name)).2,
+            decode_png(&out.join(name)).2,
+            decode_png(&other.join(name)).2,
             "{name}"
         );
     }
@@ -237,12 +228,12 @@ fn report_no_data_inputs_render() {
             "{name}: {err}"
         );
         for fig in ["network.png", "jitter.png", "timeline.png", "playout.png"] {
-            let img = decode(&out.join(fig));
+            let img = decode_png(&out.join(fig));
             assert_eq!((img.0, img.1), (1600, 900), "{name} {fig}");
         }
         if name == "empty" {
             // The check that finds content in panels finds none here: it can fail.
-            let img = decode(&out.join("network.png"));
+            let img = decode_png(&out.join("network.png"));
             assert!(colour(&img, 95, 855) < 0.0005);
         }
     }
