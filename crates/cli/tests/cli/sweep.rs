@@ -113,28 +113,7 @@ fn sweep_rows_equal_single_replays() {
         .output()
         .unwrap();
     assert!(res.status.success());
-    use polars::prelude::*;
-    let df = ParquetReader::new(std::fs::File::open(&parquet).unwrap())
-        .finish()
-        .unwrap();
-    assert_eq!(df.height(), rows.len());
-    for (i, row) in rows.iter().enumerate() {
-        for (k, v) in row.as_object().unwrap() {
-            let cell = df.column(k).unwrap().get(i).unwrap();
-            let same = match (v, &cell) {
-                (Value::Null, AnyValue::Null) => true,
-                (Value::String(s), AnyValue::String(c)) => s == c,
-                (Value::Bool(b), AnyValue::Boolean(c)) => b == c,
-                // serde_json parses floats to within an ulp (no `float_roundtrip`).
-                (Value::Number(n), c) => match (c.extract::<f64>(), n.as_f64()) {
-                    (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * b.abs().max(1.0),
-                    _ => false,
-                },
-                _ => false,
-            };
-            assert!(same, "row {i} {k}: json {v} vs parquet {cell}");
-        }
-    }
+    assert_parquet_equals_json(&parquet, &rows);
 }
 
 #[test]
@@ -155,6 +134,50 @@ fn sweep_rows_equal_single_replays_on_a_real_capture() {
     );
     assert_eq!(rows.len(), 5);
     assert_rows_match_replay(&rows, &[]);
+    // And as Parquet: the same rows.
+    let parquet = dir.path().join("rows.parquet");
+    let res = jitterlab()
+        .args([
+            "sweep",
+            cap.to_str().unwrap(),
+            "--sweep",
+            "fixed:delay=20..80ms/30ms",
+            "--sweep",
+            "neteq:quantile=0.9|0.99",
+            "-q",
+            "-o",
+        ])
+        .arg(&parquet)
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    assert_parquet_equals_json(&parquet, &rows);
+}
+
+/// The Parquet file holds the same rows as the JSON, metric for metric.
+fn assert_parquet_equals_json(parquet: &Path, rows: &[Value]) {
+    use polars::prelude::*;
+    let df = ParquetReader::new(std::fs::File::open(parquet).unwrap())
+        .finish()
+        .unwrap();
+    assert_eq!(df.height(), rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        for (k, v) in row.as_object().unwrap() {
+            let cell = df.column(k).unwrap().get(i).unwrap();
+            let same = match (v, &cell) {
+                (Value::Null, AnyValue::Null) => true,
+                (Value::String(s), AnyValue::String(c)) => s == c,
+                (Value::Bool(b), AnyValue::Boolean(c)) => b == c,
+                // serde_json parses floats to within an ulp (no `float_roundtrip`).
+                (Value::Number(n), c) => match (c.extract::<f64>(), n.as_f64()) {
+                    (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                    _ => false,
+                },
+                _ => false,
+            };
+            assert!(same, "row {i} {k}: json {v} vs parquet {cell}");
+        }
+    }
 }
 
 #[test]
