@@ -317,3 +317,94 @@ fn absurd_record_lengths_are_an_error_with_the_offset() {
     let err = read_capture_all(&b"GIF89a and more bytes than a header"[..], None).unwrap_err();
     assert!(err.to_string().contains("not a pcap or pcapng"), "{err}");
 }
+
+/// An RTP packet: version 2, payload type 0, the given sequence number and timestamp.
+fn rtp(seq: u16, ts: u32) -> Vec<u8> {
+    let mut p = vec![0x80, 0];
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&ts.to_be_bytes());
+    p.extend_from_slice(&0x1234_5678u32.to_be_bytes());
+    p.extend_from_slice(&[0xd5; 160]);
+    p
+}
+
+fn decode_all(records: &[Record]) -> jitterlab_capture::Decoded {
+    let header = jitterlab_capture::pcap::header_for("t", &CaptureSummary::default(), "rtp");
+    let mut c = jitterlab_capture::decode::Collector::new(&header, None).unwrap();
+    for r in records {
+        c.push(r);
+    }
+    c.finish()
+}
+
+/// Hostile input: zero-length UDP, timestamps that go backwards, sequence numbers that wrap
+/// every few packets, and a million duplicates: counted correctly, never a panic.
+#[test]
+fn hostile_udp_and_rtp_inputs_are_counted_not_fatal() {
+    // Zero-length UDP: imported (an empty payload), and the RTP decoder skips it with a reason.
+    let empty = ether_udp(b"", false);
+    let le = empty.len() as u32;
+    let (records, summary) = read(&pcap(1, false, &[(1, 0, empty, le)]));
+    assert_eq!((summary.udp, records[0].payload.len()), (1, 0));
+    let d = decode_all(&records);
+    assert_eq!(d.skipped, 1);
+    assert!(
+        d.skip_examples[0].contains("shorter than the 12-byte header"),
+        "{:?}",
+        d.skip_examples
+    );
+
+    // Capture timestamps going backwards: kept in file order, as recorded.
+    let frames: Vec<_> = [(5u32, 0u32), (4, 0), (6, 0)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(s, f))| {
+            let fr = ether_udp(&rtp(i as u16, 160 * i as u32), false);
+            let l = fr.len() as u32;
+            (s, f, fr, l)
+        })
+        .collect();
+    let (records, _) = read(&pcap(1, false, &frames));
+    let secs: Vec<i64> = records
+        .iter()
+        .map(|r| r.time.as_nanos() / 1_000_000_000)
+        .collect();
+    assert_eq!(secs, [5, 4, 6]);
+    let stats = jitterlab_capture::stats::stream_stats(&decode_all(&records));
+    assert_eq!((stats[0].packets, stats[0].lost), (3, 0));
+
+    // Sequence numbers wrapping every few packets (65533, 65534, 65535, 0, 1, ...).
+    let wrap: Vec<Record> = (0..40u32)
+        .map(|i| {
+            let seq = (65_533 + i) as u16;
+            let mut r = Record::received(Nanos::from_millis(i64::from(i) * 20), rtp(seq, i * 160));
+            r.src = Some(jitterlab_capture::trace::Endpoint(
+                "10.0.0.1:5004".parse().unwrap(),
+            ));
+            r
+        })
+        .collect();
+    let s = &jitterlab_capture::stats::stream_stats(&decode_all(&wrap))[0];
+    assert_eq!(
+        (s.packets, s.expected, s.lost, s.duplicates),
+        (40, 40, 0, 0)
+    );
+
+    // A million copies of one packet: one sequence number, 999,999 duplicates, flat memory
+    // (the seen-set is a bitmap over the stream's range).
+    let one = Record::received(Nanos::ZERO, rtp(7, 0));
+    let mut c = jitterlab_capture::decode::Collector::new(
+        &jitterlab_capture::pcap::header_for("t", &CaptureSummary::default(), "rtp"),
+        None,
+    )
+    .unwrap();
+    for _ in 0..1_000_000 {
+        c.push(&one);
+    }
+    let d = c.finish();
+    let s = &jitterlab_capture::stats::stream_stats(&d)[0];
+    assert_eq!(
+        (s.packets, s.duplicates, s.expected, s.lost),
+        (1_000_000, 999_999, 1, 0)
+    );
+}

@@ -251,3 +251,26 @@ fn bad_frame_clocks_name_the_line_or_value() {
     );
     assert!(msg.contains("CHANCE:LENGTH"), "{msg}");
 }
+
+#[test]
+fn non_finite_csv_values_name_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        (
+            "seq,send_ms,arrival_ms,x\n1,0,5,1\n2,20,25,NaN\n",
+            "line 3, column x: 'NaN'",
+        ),
+        (
+            "seq,send_ms,arrival_ms,x\n1,inf,5,1\n",
+            "line 2, column send_ms: 'inf'",
+        ),
+    ] {
+        write(dir.path(), "bad.csv", text.as_bytes());
+        let msg = fails(&["import", "bad.csv", "-o", "bad.jtr"], dir.path());
+        assert!(
+            msg.contains(needle) && msg.contains("not a finite number"),
+            "{msg}"
+        );
+        assert!(!dir.path().join("bad.jtr").exists());
+    }
+}
