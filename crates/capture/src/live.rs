@@ -821,13 +821,9 @@ impl LiveStats {
         }
         let config = &self.config;
         let decoder = self.decoder.get_or_insert_with(|| {
-            let config = config.clone().unwrap_or_else(|| {
-                DecoderConfig::new(if rec.payload.starts_with(&crate::decode::probe::MAGIC) {
-                    crate::decode::DecoderKind::Probe
-                } else {
-                    crate::decode::DecoderKind::Rtp
-                })
-            });
+            let config = config
+                .clone()
+                .unwrap_or_else(|| DecoderConfig::sniff(&rec.payload));
             StreamDecoder::new(config, Vec::new())
         });
         let Ok(sample) = decoder.decode(rec) else {

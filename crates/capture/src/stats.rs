@@ -207,14 +207,10 @@ impl WiresharkRtp {
         clock: u32,
     ) {
         if !self.started {
-            self.base = arrival;
-        }
-        let now = (arrival - self.base).as_millis_f64();
-        if !self.started {
             *self = Self {
                 started: true,
-                base: self.base,
-                time_ms: now,
+                base: arrival,
+                time_ms: 0.0,
                 first_timestamp: timestamp,
                 nominal_timestamp: timestamp,
                 pt,
@@ -225,6 +221,7 @@ impl WiresharkRtp {
             };
             return;
         }
+        let now = (arrival - self.base).as_millis_f64();
         let in_time_sequence = self.first_timestamp <= timestamp;
         let irregular =
             !in_time_sequence || marker || is_comfort_noise(pt) || is_comfort_noise(self.pt);

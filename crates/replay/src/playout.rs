@@ -42,7 +42,7 @@ pub fn playout_fixed(samples: &[Sample], delay: Nanos, offset: Nanos) -> Vec<Pla
 }
 
 /// Each sequence number's earliest arrival.
-fn first_arrivals(samples: &[Sample]) -> HashMap<i64, Nanos> {
+pub fn first_arrivals(samples: &[Sample]) -> HashMap<i64, Nanos> {
     let mut m: HashMap<i64, Nanos> = HashMap::new();
     for s in samples {
         m.entry(s.seq)

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::stats::Jitter;
 use jitterlab_replay::Mode;
-use jitterlab_replay::playout::frame_slots;
+use jitterlab_replay::playout::{first_arrivals, frame_slots};
 
 use crate::figure::{Figure, Panel, Series, Style};
 use crate::results::SweepPoints;
@@ -311,14 +311,7 @@ pub fn error_cdf_figure(runs: &[Run]) -> Figure {
 pub fn playout_figure(decoded: &Decoded, stream: u32, max_delay_ms: u32) -> Figure {
     let samples: Vec<_> = decoded.stream_samples(stream).cloned().collect();
     let offset = jitterlab_replay::ClockMapping::Hindsight.offset(&samples);
-    let mut first: std::collections::HashMap<i64, jitterlab_capture::Nanos> =
-        std::collections::HashMap::new();
-    for s in &samples {
-        first
-            .entry(s.seq)
-            .and_modify(|a| *a = (*a).min(s.arrival))
-            .or_insert(s.arrival);
-    }
+    let first = first_arrivals(&samples);
     // How late each slot's frame arrived after its send time (mapped to local time); a slot
     // is concealed at delay d when its frame was lost or is later than d.
     let slots = frame_slots(samples.iter());

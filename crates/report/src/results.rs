@@ -22,25 +22,25 @@ type RawColumn = (String, Vec<Value>);
 
 /// Parses a canonical duration or number into a float: `12.5ms` → 12.5 (durations in ms).
 fn numeric(text: &str) -> Option<f64> {
-    if let Ok(v) = text.parse::<f64>() {
-        return v.is_finite().then_some(v);
+    match text.parse::<f64>() {
+        Ok(v) => v.is_finite().then_some(v),
+        Err(_) => jitterlab_capture::time::parse_duration(text)
+            .ok()
+            .map(|d| d.as_millis_f64()),
     }
-    let (scale, num) = [("ms", 1.0), ("us", 1e-3), ("ns", 1e-6), ("s", 1e3)]
-        .iter()
-        .find_map(|(unit, k)| text.strip_suffix(unit).map(|n| (*k, n)))?;
-    let v: f64 = num.parse().ok()?;
-    v.is_finite().then_some(v * scale)
 }
 
 /// The rows as named columns of JSON values (the single source for every output format).
 pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec<RawColumn> {
+    // Each configuration's parameters, formatted once (not once per row and key).
+    let params: Vec<Vec<(&'static str, String)>> = policies.iter().map(Policy::params).collect();
     let mut param_keys: Vec<&'static str> = Vec::new();
     let mut seen_policy = vec![false; policies.len()];
     for row in rows {
         if !seen_policy[row.config] {
             seen_policy[row.config] = true;
-            for (k, _) in policies[row.config].params() {
-                if !param_keys.contains(&k) {
+            for (k, _) in &params[row.config] {
+                if !param_keys.contains(k) {
                     param_keys.push(k);
                 }
             }
@@ -85,11 +85,10 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
         let texts: Vec<Option<String>> = rows
             .iter()
             .map(|r| {
-                policies[r.config]
-                    .params()
-                    .into_iter()
+                params[r.config]
+                    .iter()
                     .find(|(k, _)| *k == key)
-                    .map(|(_, v)| v)
+                    .map(|(_, v)| v.clone())
             })
             .collect();
         let all_numeric = texts.iter().flatten().all(|t| numeric(t).is_some());

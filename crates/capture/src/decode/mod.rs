@@ -224,6 +224,16 @@ impl DecoderConfig {
         }
     }
 
+    /// The decoder for a trace that names none, picked from its first payload: probe packets
+    /// by their magic, anything else as RTP.
+    pub fn sniff(payload: &[u8]) -> Self {
+        Self::new(if payload.starts_with(&probe::MAGIC) {
+            DecoderKind::Probe
+        } else {
+            DecoderKind::Rtp
+        })
+    }
+
     /// The decoder's name as [`DecoderConfig::parse`] reads it.
     pub fn name(&self) -> String {
         match &self.kind {
@@ -549,6 +559,8 @@ pub struct Collector {
     decoder: Option<StreamDecoder>,
     header: Header,
     channels: Vec<String>,
+    /// Payload maps found before the decoder exists.
+    pending_maps: Vec<RtpMap>,
     out: Decoded,
     records: u64,
 }
@@ -583,6 +595,7 @@ impl Collector {
             decoder: config.map(|c| StreamDecoder::new(c, channels.clone())),
             header: header.clone(),
             channels,
+            pending_maps: Vec::new(),
             out: Decoded::default(),
             records: 0,
         })
@@ -595,14 +608,7 @@ impl Collector {
         }
         match &mut self.decoder {
             Some(d) => d.add_rtpmaps(maps),
-            None => {
-                for (i, m) in maps.iter().enumerate() {
-                    let n = self.header.hints.len() + i;
-                    self.header
-                        .hints
-                        .insert(format!("rtpmap.live{n:06}"), m.to_hint());
-                }
-            }
+            None => self.pending_maps.extend(maps),
         }
     }
 
@@ -625,16 +631,11 @@ impl Collector {
             }
             RecordKind::Received | RecordKind::Sent => {}
         }
-        let channels = &self.channels;
-        let header = &self.header;
+        let (channels, header, pending) = (&self.channels, &self.header, &mut self.pending_maps);
         let decoder = self.decoder.get_or_insert_with(|| {
-            let kind = if rec.payload.starts_with(&probe::MAGIC) {
-                DecoderKind::Probe
-            } else {
-                DecoderKind::Rtp
-            };
-            let mut config = DecoderConfig::new(kind);
+            let mut config = DecoderConfig::sniff(&rec.payload);
             config.add_hints(header);
+            config.rtpmaps.append(pending);
             StreamDecoder::new(config, channels.clone())
         });
         match decoder.decode(rec) {
