@@ -133,3 +133,117 @@ fn every_cut_point_of_a_small_file_reads_as_a_prefix() {
         }
     }
 }
+
+/// Flips one bit at a time in every byte of a small file. Nothing panics; every record that
+/// ends before the flipped byte reads back unchanged; the reader always ends.
+#[test]
+fn every_single_bit_flip_reads_the_records_before_it_or_fails_cleanly() {
+    let records: Vec<Record> = (0..4)
+        .map(|i| {
+            let mut r = Record::received(Nanos(i * 20_000_000), vec![0x80, i as u8, 7, 9]);
+            r.src = Some(Endpoint(([10, 0, 0, 1], 5004).into()));
+            r
+        })
+        .collect();
+    let bytes = write_all(&records);
+    let header_len = Reader::new(&bytes[..]).unwrap().header_len() as usize;
+    let ends: Vec<usize> = (1..=records.len())
+        .map(|n| write_all(&records[..n]).len())
+        .collect();
+    let mut outcomes = [0usize; 3];
+    for at in header_len..bytes.len() {
+        for bit in 0..8 {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 1 << bit;
+            let mut reader = Reader::new(&flipped[..]).unwrap();
+            let mut back = Vec::new();
+            let outcome = loop {
+                match reader.read_record() {
+                    Ok(Some(r)) => back.push(r),
+                    Ok(None) if reader.trailing_bytes() == 0 => break 0,
+                    Ok(None) => break 1,
+                    Err(e) => {
+                        // A corrupt record is named by the offset just past the last good one
+                        // (a flipped length can make the damaged record itself parse).
+                        let text = e.to_string();
+                        let offset = format!("offset {}", reader.valid_len());
+                        assert!(text.contains(&offset), "byte {at} bit {bit}: {text}");
+                        break 2;
+                    }
+                }
+                assert!(back.len() <= flipped.len(), "the reader must end");
+            };
+            outcomes[outcome] += 1;
+            let intact = ends.iter().filter(|&&end| end <= at).count();
+            assert!(
+                back.len() >= intact,
+                "byte {at} bit {bit}: lost intact records"
+            );
+            assert_eq!(&back[..intact], &records[..intact], "byte {at} bit {bit}");
+        }
+    }
+    // All three endings happen: values changed in place, lengths that run off the end, and
+    // markers that are not what a record holds.
+    assert!(outcomes.iter().all(|&n| n > 0), "{outcomes:?}");
+}
+
+/// A header whose string claims 4 GiB (followed by endless bytes) is refused after at most
+/// `MAX_HEADER_BYTES`, not read until memory runs out.
+#[test]
+fn a_header_claiming_4_gib_is_refused() {
+    use std::io::Read;
+    let mut start = vec![0x81, 0xa6];
+    start.extend_from_slice(b"format");
+    start.extend_from_slice(&[0xdb, 0xff, 0xff, 0xff, 0xff]);
+    let endless = start.as_slice().chain(std::io::repeat(b'a'));
+    let err = Reader::new(endless).unwrap_err().to_string();
+    assert!(err.contains("runs past"), "{err}");
+    // Cut short instead of endless: the same claim is a cut-short header.
+    let err = Reader::new(&start[..]).unwrap_err().to_string();
+    assert!(err.contains("cut short"), "{err}");
+}
+
+/// A record whose payload claims 4 GiB is a corrupt record at its own offset, read no further.
+#[test]
+fn a_record_claiming_4_gib_is_corrupt_at_its_offset() {
+    use std::io::Read;
+    let good = Record::received(Nanos(5), vec![1, 2, 3]);
+    let mut bytes = write_all(std::slice::from_ref(&good));
+    let offset = bytes.len();
+    bytes.extend_from_slice(&[0x98, 0x06, 0x00, 0x00, 0x00, 0xc0, 0xc0, 0x03]);
+    bytes.extend_from_slice(&[0xc6, 0xff, 0xff, 0xff, 0xff]);
+    let endless = bytes.as_slice().chain(std::io::repeat(0));
+    let mut reader = Reader::new(endless).unwrap();
+    assert_eq!(reader.read_record().unwrap(), Some(good));
+    let err = reader.read_record().unwrap_err().to_string();
+    assert!(err.contains(&format!("offset {offset}")), "{err}");
+    assert!(err.contains("payload claims 4294967295 bytes"), "{err}");
+    assert_eq!(reader.read_record().unwrap(), None);
+}
+
+/// Other writers may pick wider integer markers and `str` for bytes; the reader takes them.
+#[test]
+fn records_with_wide_integers_and_str_payloads_read_back() {
+    let mut bytes = write_all(&[]);
+    let mut rec = vec![0xdc, 0x00, 0x08]; // array 16 of 8
+    rec.extend_from_slice(&[0xd3, 0, 0, 0, 0, 0, 0, 0x01, 0x00]); // time: int64 256
+    rec.extend_from_slice(&[0xcf, 0, 0, 0, 0, 0, 0, 0, 1]); // kind: uint64 1
+    rec.extend_from_slice(&[0xd2, 0, 0, 0, 2]); // flags: int32 2
+    rec.push(0x00); // direction
+    rec.extend_from_slice(&[0xc4, 6, 127, 0, 0, 1, 0x13, 0x8c]); // src 127.0.0.1:5004
+    rec.push(0xc0); // dst nil
+    rec.extend_from_slice(&[0xcd, 0, 3]); // orig_len
+    rec.extend_from_slice(&[0xa3, b'a', b'b', b'c']); // payload as fixstr
+    bytes.extend_from_slice(&rec);
+    let (back, trailing) = read_all(&bytes).unwrap();
+    assert_eq!(trailing, 0);
+    let r = &back[0];
+    assert_eq!((r.time, r.kind, r.flags, r.orig_len), (Nanos(256), 1, 2, 3));
+    assert_eq!(r.src, Some(Endpoint(([127, 0, 0, 1], 5004).into())));
+    assert_eq!(r.payload, b"abc");
+    // A value out of its field's range is corrupt, not wrapped.
+    let mut bad = write_all(&[]);
+    bad.extend_from_slice(&[0x98, 0x00, 0xcd, 0x01, 0x00]);
+    let err = read_all(&bad).unwrap_err().to_string();
+    assert!(err.contains("kind: 256 is out of range"), "{err}");
+}
