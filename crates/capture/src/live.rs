@@ -866,11 +866,41 @@ impl LiveStats {
 }
 
 fn write_loop(
-    mut w: Writer<BufWriter<File>>,
+    w: Writer<BufWriter<File>>,
     rx: &Receiver<Record>,
     shared: &Shared,
     live: &Mutex<LiveStats>,
 ) -> Result<u64, Error> {
+    let mut w = w;
+    let result = write_records(&mut w, rx, shared, live);
+    let records = w.records();
+    // A full disk or a vanished output: say how much the file holds. Records are written
+    // whole into the buffer, so the file is every complete record up to the failure (the
+    // reader reports a cut-off last record as trailing bytes).
+    let written = |e: Error| match e {
+        Error::Io(io) => Error::Io(io::Error::new(
+            io.kind(),
+            format!(
+                "{io}; the file holds the {records} records written before the failure and reads back"
+            ),
+        )),
+        other => other,
+    };
+    result.map_err(written)?;
+    let file = w
+        .into_inner()
+        .into_inner()
+        .map_err(|e| written(Error::Io(e.into_error())))?;
+    file.sync_all().map_err(|e| written(Error::Io(e)))?;
+    Ok(records)
+}
+
+fn write_records(
+    w: &mut Writer<BufWriter<File>>,
+    rx: &Receiver<Record>,
+    shared: &Shared,
+    live: &Mutex<LiveStats>,
+) -> Result<(), Error> {
     let mut last_flush = Instant::now();
     let mut last_stats = Instant::now();
     let mut batch = Vec::with_capacity(4096);
@@ -899,12 +929,5 @@ fn write_loop(
             w.flush()?;
         }
     }
-    w.write(&shared.counters.stats(true).to_record(realtime()))?;
-    let records = w.records();
-    let file = w
-        .into_inner()
-        .into_inner()
-        .map_err(|e| Error::Io(e.into_error()))?;
-    file.sync_all()?;
-    Ok(records)
+    w.write(&shared.counters.stats(true).to_record(realtime()))
 }

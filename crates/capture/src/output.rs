@@ -2,7 +2,9 @@
 //!
 //! [`AtomicFile`] writes to a hidden temporary file beside the destination and renames it into
 //! place only on [`AtomicFile::commit`]; dropped without a commit (an error, a panic), it removes
-//! the temporary file, so a half-written output never takes the final name.
+//! the temporary file, so a half-written output never takes the final name. A destination that
+//! exists and is not a regular file (`/dev/stdout`, a FIFO) is written directly instead: it is
+//! never replaced by a rename, and write errors on it are errors.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -14,17 +16,34 @@ use crate::Error;
 #[derive(Debug)]
 pub struct AtomicFile {
     dest: PathBuf,
-    tmp: PathBuf,
+    /// The temporary file renamed into place on commit; `None` when writing a device directly.
+    tmp: Option<PathBuf>,
     out: Option<BufWriter<File>>,
 }
 
 impl AtomicFile {
-    /// Starts writing `dest`. Without `force`, an existing `dest` is an [`Error::Exists`].
+    /// Starts writing `dest`. Without `force`, an existing regular file `dest` is an
+    /// [`Error::Exists`]; an existing device or FIFO is written directly.
     ///
     /// # Errors
     /// The destination exists (without `force`), or its directory is not writable.
     pub fn create(dest: impl AsRef<Path>, force: bool) -> Result<Self, Error> {
         let dest = dest.as_ref().to_path_buf();
+        if let Ok(meta) = fs::metadata(&dest)
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            // A device or FIFO: write to it (renaming over it would replace the device, and
+            // writing to one never destroys a file, so `--force` is not needed).
+            let file = OpenOptions::new().write(true).open(&dest).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot open {}: {e}", dest.display()))
+            })?;
+            return Ok(Self {
+                dest,
+                tmp: None,
+                out: Some(BufWriter::with_capacity(1 << 16, file)),
+            });
+        }
         if !force && dest.exists() {
             return Err(Error::Exists {
                 path: dest.display().to_string(),
@@ -48,7 +67,7 @@ impl AtomicFile {
             })?;
         Ok(Self {
             dest,
-            tmp,
+            tmp: Some(tmp),
             out: Some(BufWriter::with_capacity(1 << 16, file)),
         })
     }
@@ -65,9 +84,12 @@ impl AtomicFile {
     pub fn commit(mut self) -> Result<(), Error> {
         let out = self.out.take().expect("commit is called once");
         let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        let Some(tmp) = &self.tmp else {
+            return Ok(());
+        };
         file.sync_all()?;
         drop(file);
-        fs::rename(&self.tmp, &self.dest)?;
+        fs::rename(tmp, &self.dest)?;
         Ok(())
     }
 }
@@ -84,8 +106,10 @@ impl Write for AtomicFile {
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
-        if self.out.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
+        if self.out.take().is_some()
+            && let Some(tmp) = &self.tmp
+        {
+            let _ = fs::remove_file(tmp);
         }
     }
 }
@@ -103,6 +127,25 @@ pub fn write_atomic(dest: impl AsRef<Path>, bytes: &[u8], force: bool) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A device is written, not replaced, and its write errors are errors.
+    #[test]
+    fn a_full_device_is_an_error_and_stays_a_device() {
+        use std::os::unix::fs::FileTypeExt;
+        let full = Path::new("/dev/full");
+        if !fs::metadata(full).is_ok_and(|m| m.file_type().is_char_device()) {
+            eprintln!("skipped: no /dev/full character device here");
+            return;
+        }
+        let mut f = AtomicFile::create(full, false).unwrap();
+        f.write_all(b"some bytes").unwrap();
+        let err = f.commit().unwrap_err().to_string();
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(fs::metadata(full).unwrap().file_type().is_char_device());
+        let mut null = AtomicFile::create("/dev/null", false).unwrap();
+        null.write_all(b"gone").unwrap();
+        null.commit().unwrap();
+    }
 
     #[test]
     fn uncommitted_file_leaves_nothing() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use jitterlab_capture::sender::{SendConfig, send};
 use jitterlab_capture::synth::Motion;
 use jitterlab_capture::time::parse_duration;
@@ -64,7 +64,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let s = send(&config, log, &stop)?;
+    let s = send(&config, log, &stop).with_context(|| match &args.log {
+        Some(path) => format!("send to {to} (logging into {})", path.display()),
+        None => format!("send to {to}"),
+    })?;
     eprintln!(
         "sent {} probe packets to {to} over {:.3} s at {} Hz: drift {:+.1} ppm, latest send {:.3} ms behind schedule{}",
         s.sent,

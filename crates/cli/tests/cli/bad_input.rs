@@ -274,3 +274,41 @@ fn non_finite_csv_values_name_line_and_column() {
         assert!(!dir.path().join("bad.jtr").exists());
     }
 }
+
+/// A full disk at the moment of writing (`/dev/full`): every command that writes says so in
+/// one line naming the output, exit code 2, and the device is written, never replaced.
+#[test]
+fn a_full_output_device_is_a_one_line_error() {
+    use std::os::unix::fs::FileTypeExt;
+    let full = Path::new("/dev/full");
+    if !std::fs::metadata(full).is_ok_and(|m| m.file_type().is_char_device()) {
+        eprintln!("skipped: no /dev/full character device here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = seed_trace(dir.path());
+    let trace = trace.to_str().unwrap();
+    let csv = fixtures().join("contracts/c07_seed000_interpolate.csv");
+    for args in [
+        vec!["synth", "--duration", "2s", "-o", "/dev/full"],
+        vec!["import", csv.to_str().unwrap(), "-o", "/dev/full"],
+        vec![
+            "replay",
+            trace,
+            "--policy",
+            "fixed",
+            "--timeline",
+            "/dev/full",
+        ],
+    ] {
+        let msg = fails(&args, dir.path());
+        assert!(msg.contains("/dev/full"), "{args:?}: {msg}");
+        assert!(msg.contains("No space left on device"), "{args:?}: {msg}");
+        assert!(
+            std::fs::metadata(full)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+}

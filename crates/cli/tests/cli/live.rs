@@ -520,3 +520,96 @@ fn capture_survives_sigkill_losing_at_most_the_last_100ms() {
         assert!(got.len() <= sent.len());
     }
 }
+
+/// A disk that fills during a capture (here a file-size limit, which fails writes the same
+/// way a full disk does): the capture stops at once with an error naming the file and what it
+/// holds, exit code 2, and the file reads back: every complete record is a datagram that was
+/// sent, in the order sent, with none missing before the failure.
+#[test]
+fn capture_on_a_full_disk_stops_with_a_clear_error_and_a_readable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let out = dir.path().join("full.jtr");
+    // Ignore SIGXFSZ so the write fails with EFBIG instead of killing the process.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 32; exec \"$0\" capture --listen {port} -o \"$1\" --duration 30s"
+    );
+    let mut child = Command::new("bash")
+        .args(["-c", &script])
+        .arg(bin())
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&out);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    let mut sent = 0u32;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "capture never failed"
+        );
+        let mut payload = vec![0u8; 200];
+        payload[..4].copy_from_slice(&sent.to_be_bytes());
+        // Refused once the capture is gone; that is the end we wait for.
+        let _ = sock.send_to(&payload, ("127.0.0.1", port));
+        sent += 1;
+        if sent % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let res = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{err}");
+    assert!(err.contains(out.to_str().unwrap()), "{err}");
+    assert!(err.contains("records written before the failure"), "{err}");
+    assert!(std::fs::metadata(&out).unwrap().len() <= 32 * 1024);
+    let mut reader = Reader::new(std::fs::File::open(&out).unwrap()).unwrap();
+    let mut counters = Vec::new();
+    while let Some(rec) = reader.read_record().unwrap() {
+        if rec.kind() == RecordKind::Received {
+            counters.push(u32::from_be_bytes(rec.payload[..4].try_into().unwrap()));
+        }
+    }
+    assert!(
+        counters.len() > 50,
+        "only {} records survived",
+        counters.len()
+    );
+    let expected: Vec<u32> = (0..counters.len() as u32).collect();
+    assert_eq!(
+        counters, expected,
+        "the file must be the sent datagrams, in order"
+    );
+}
+
+/// Outputs that cannot be written at all are refused at start, exit code 2: a directory that
+/// does not exist, a path through a file, and a device that is always full (`--force` lets
+/// the capture open it; the first flush fails).
+#[test]
+fn capture_unwritable_outputs_are_an_error_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"x").unwrap();
+    let cases = [
+        (dir.path().join("missing/c.jtr"), "cannot create"),
+        (file.join("c.jtr"), "cannot create"),
+        (
+            Path::new("/dev/full").to_path_buf(),
+            "No space left on device",
+        ),
+    ];
+    for (out, expect) in cases {
+        let res = Command::new(bin())
+            .args(["capture", "--listen", &free_port().to_string(), "--force"])
+            .args(["--duration", "10s", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{}: {err}", out.display());
+        assert!(err.contains(expect), "{}: {err}", out.display());
+    }
+}
