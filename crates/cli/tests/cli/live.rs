@@ -556,7 +556,7 @@ fn capture_on_a_full_disk_stops_with_a_clear_error_and_a_readable_file() {
         // Refused once the capture is gone; that is the end we wait for.
         let _ = sock.send_to(&payload, ("127.0.0.1", port));
         sent += 1;
-        if sent % 50 == 0 {
+        if sent.is_multiple_of(50) {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
