@@ -305,7 +305,7 @@ fn capture_sigterm_and_sigint_finish_cleanly() {
         let last = recs.last().unwrap();
         assert_eq!(last.kind(), RecordKind::Stats);
         assert!(
-            jitterlab_capture::trace::CaptureStats::from_record(last)
+            CaptureStats::from_record(last)
                 .unwrap()
                 .last
         );
