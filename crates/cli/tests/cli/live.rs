@@ -304,11 +304,7 @@ fn capture_sigterm_and_sigint_finish_cleanly() {
         );
         let last = recs.last().unwrap();
         assert_eq!(last.kind(), RecordKind::Stats);
-        assert!(
-            CaptureStats::from_record(last)
-                .unwrap()
-                .last
-        );
+        assert!(CaptureStats::from_record(last).unwrap().last);
     }
 }
 
@@ -777,8 +773,9 @@ fn a_thousand_concurrent_senders_keep_their_own_statistics() {
         .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
         .collect();
     // Sender i skips sequence number 5 when i % 3 == 0 and 7..=9 when i % 5 == 0.
-    let skipped =
-        |i: usize, seq: u16| (i % 3 == 0 && seq == 5) || (i % 5 == 0 && (7..=9).contains(&seq));
+    let skipped = |i: usize, seq: u16| {
+        (i.is_multiple_of(3) && seq == 5) || (i.is_multiple_of(5) && (7..=9).contains(&seq))
+    };
     let mut expected = BTreeMap::new();
     for seq in 0..PACKETS {
         for (i, sock) in socks.iter().enumerate() {
