@@ -810,3 +810,58 @@ fn a_thousand_concurrent_senders_keep_their_own_statistics() {
         assert_eq!(s["lost"].as_u64().unwrap(), lost, "{src}");
     }
 }
+
+/// The relay talks to its configured upstream only: a stranger who learns the port of a
+/// client's upstream socket cannot inject through it (the socket is connected to the
+/// upstream, so the kernel discards the datagram), and nothing the stranger sends is recorded
+/// or reaches the client; replies from the real upstream do.
+#[test]
+fn relay_accepts_replies_only_from_its_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let p_relay = free_port();
+    let out = dir.path().join("relay.jtr");
+    let relay = spawn(&[
+        "capture",
+        "--listen",
+        &p_relay.to_string(),
+        "--forward",
+        &server.local_addr().unwrap().to_string(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    wait_for(&out);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    client.send_to(b"hello", ("127.0.0.1", p_relay)).unwrap();
+    let mut buf = [0u8; 64];
+    let (n, upstream_sock) = server.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hello");
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..5 {
+        stranger.send_to(b"evil", upstream_sock).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    server.send_to(b"pong", upstream_sock).unwrap();
+    let (n, from) = client.recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from.port()), (&b"pong"[..], p_relay));
+    assert!(
+        client.recv_from(&mut buf).is_err(),
+        "the client got a second datagram"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    interrupt(relay);
+    let recs = records(&out);
+    assert!(recs.iter().all(|r| r.payload != b"evil"));
+    let payloads: Vec<&[u8]> = recs
+        .iter()
+        .filter(|r| r.kind() == RecordKind::Received)
+        .map(|r| r.payload.as_slice())
+        .collect();
+    assert_eq!(payloads, [&b"hello"[..], &b"pong"[..]]);
+}
