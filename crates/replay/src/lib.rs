@@ -29,6 +29,7 @@
 pub(crate) mod adapt;
 pub mod buffer;
 pub mod clock;
+pub mod decision;
 mod engine;
 mod error;
 pub mod grid;

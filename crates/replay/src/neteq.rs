@@ -4,8 +4,9 @@
 //! 500 ms maxima, 20 ms buckets), the reorder optimizer and the delay manager that combines them.
 //!
 //! Time is an argument (`now_ms`, what NetEq's 10 ms `TickTimer` would read). NetEq's playout
-//! decisions (accelerate, preemptive expand, expand, merge) are not here: the `neteq` policy
-//! applies the target delay by time-stretching.
+//! decisions (accelerate, preemptive expand, expand, merge) for discrete frames are in
+//! [`crate::decision`]; for snapshots the `neteq` policy applies the target delay by
+//! time-stretching.
 
 use std::collections::VecDeque;
 

@@ -277,6 +277,7 @@ fn run_playout(
     clock: ClockMapping,
     decoded: &jitterlab_capture::Decoded,
 ) -> Result<()> {
+    use jitterlab_replay::decision::playout_neteq;
     use jitterlab_replay::playout::{
         PlayoutEvent, PlayoutSummary, playout_adaptive, playout_fixed, summarize,
     };
@@ -300,6 +301,7 @@ fn run_playout(
     };
     let mut total = PlayoutSummary::default();
     let mut streams = Vec::new();
+    let mut neteq_lines = Vec::new();
     for info in &decoded.streams {
         if args.stream.is_some_and(|id| id != info.id) {
             continue;
@@ -312,10 +314,17 @@ fn run_playout(
         }
         let samples: Vec<_> = decoded.stream_samples(info.id).cloned().collect();
         let offset = clock.offset(&samples);
-        let events = match delay {
-            Some(d) => playout_fixed(&samples, d, offset),
-            // NetEq's 10 ms tick.
-            None => playout_adaptive(&samples, policy, offset, Nanos::from_millis(10)),
+        let mut neteq = None;
+        let events = match (delay, policy) {
+            (Some(d), _) => playout_fixed(&samples, d, offset),
+            // NetEq's own decisions: accelerate, preemptive expand, expand, merge.
+            (None, Policy::NetEq(c)) => {
+                let run = playout_neteq(&samples, c);
+                neteq = Some(run.stats);
+                run.events
+            }
+            // A 10 ms tick, as NetEq's.
+            (None, _) => playout_adaptive(&samples, policy, offset, Nanos::from_millis(10)),
         };
         if let Some(f) = timeline.as_mut() {
             for e in &events {
@@ -333,7 +342,22 @@ fn run_playout(
         }
         let s = summarize(&events);
         total.merge(&s);
-        streams.push(json!({"stream": info.id, "metrics": s}));
+        if let Some(n) = &neteq {
+            neteq_lines.push(format!(
+                "stream {}: neteq expand {:.2} %, accelerate {:.2} %, preemptive expand {:.2} % of output; \
+                 {} merges, {} buffer flushes, {} discarded; mean target {:.1} ms, mean wait {:.1} ms",
+                info.id,
+                100.0 * n.expand_rate,
+                100.0 * n.accelerate_rate,
+                100.0 * n.preemptive_rate,
+                n.merge,
+                n.buffer_flushes,
+                n.discarded,
+                n.mean_target_ms,
+                n.mean_waiting_ms
+            ));
+        }
+        streams.push(json!({"stream": info.id, "metrics": s, "neteq": neteq}));
     }
     if let Some(f) = timeline {
         let path = f.path().display().to_string();
@@ -358,6 +382,9 @@ fn run_playout(
             total.late,
             total.max_consecutive_concealed
         )?;
+        for line in &neteq_lines {
+            writeln!(out, "{line}")?;
+        }
     }
     Ok(())
 }

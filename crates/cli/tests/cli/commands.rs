@@ -433,3 +433,46 @@ fn c21_playout_through_the_cli() {
         .unwrap();
     assert_eq!(mirror.status.code(), Some(2));
 }
+
+/// `--playout --policy neteq` runs NetEq's own decisions and reports its operation rates: a
+/// lost frame is expanded and merged, a delay spike is expanded and then accelerated away.
+#[test]
+fn neteq_playout_reports_its_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("seq,send_ms,arrival_ms\n");
+    for i in 0..1000 {
+        if i == 300 {
+            continue; // lost
+        }
+        let arrival = if (600..610).contains(&i) {
+            30 + 610 * 20
+        } else {
+            30 + i * 20
+        };
+        csv.push_str(&format!("{i},{},{arrival}\n", i * 20));
+    }
+    let trace = import(dir.path(), &write(dir.path(), "voice.csv", csv.as_bytes()));
+    let v = json(&[
+        OsStr::new("replay"),
+        trace.as_os_str(),
+        OsStr::new("--policy"),
+        OsStr::new("neteq"),
+        OsStr::new("--playout"),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(v["metrics"]["frames"], 1000);
+    assert_eq!(v["metrics"]["lost"], 1);
+    assert_eq!(v["metrics"]["late"], 0);
+    let n = &v["streams"][0]["neteq"];
+    assert!(n["merge"].as_u64().unwrap() >= 1, "{n}");
+    assert!(n["expand_rate"].as_f64().unwrap() > 0.0, "{n}");
+    assert!(n["accelerate"].as_u64().unwrap() > 0, "{n}");
+    for key in [
+        "preemptive_rate",
+        "accelerate_rate",
+        "buffer_flushes",
+        "mean_target_ms",
+    ] {
+        assert!(n.get(key).is_some(), "{key} missing: {n}");
+    }
+}
