@@ -178,6 +178,16 @@ pub fn read_capture<R: Read + Send>(
     };
     loop {
         let consumed = reader.consumed() as u64;
+        // pcap-parser 0.17 underflows on some pcapng blocks shorter than their 12-byte frame
+        // (a panic in debug builds, a wrapped length in release): refuse them first.
+        if let Some(len) = state.pcapng_block_len(reader.data())
+            && len < 12
+        {
+            return Err(capture_error(
+                consumed,
+                &format!("a block claims {len} bytes (a pcapng block takes at least 12)"),
+            ));
+        }
         match reader.next() {
             Ok((len, block)) => {
                 let record = state.block(block)?;
@@ -284,6 +294,25 @@ impl State<'_> {
             }
         };
         if self.legacy { word(8) } else { word(4) }
+    }
+
+    /// The total length a pcapng block at the start of `data` claims, in its section's byte
+    /// order (a section header carries its own); `None` for legacy pcap or too few bytes.
+    fn pcapng_block_len(&self, data: &[u8]) -> Option<u32> {
+        if self.legacy {
+            return None;
+        }
+        let len: [u8; 4] = data.get(4..8)?.try_into().ok()?;
+        let big_endian = if data.get(..4)? == [0x0a, 0x0d, 0x0d, 0x0a] {
+            data.get(8..12)? == [0x1a, 0x2b, 0x3c, 0x4d]
+        } else {
+            self.big_endian
+        };
+        Some(if big_endian {
+            u32::from_be_bytes(len)
+        } else {
+            u32::from_le_bytes(len)
+        })
     }
 
     fn block(&mut self, block: PcapBlockOwned<'_>) -> Result<Option<Record>, Error> {
