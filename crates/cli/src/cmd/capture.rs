@@ -210,3 +210,27 @@ fn status_line(s: &Status) -> String {
         s.jitter_ms
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_addr;
+
+    /// A bare port listens on loopback only; any other address must be written out.
+    #[test]
+    fn a_bare_port_means_loopback() {
+        assert_eq!(
+            parse_addr("5004", "--listen").unwrap().to_string(),
+            "127.0.0.1:5004"
+        );
+        assert_eq!(
+            parse_addr("0.0.0.0:5004", "--listen").unwrap().to_string(),
+            "0.0.0.0:5004"
+        );
+        assert_eq!(
+            parse_addr("[::1]:5004", "--listen").unwrap().to_string(),
+            "[::1]:5004"
+        );
+        let err = parse_addr("example.org", "--listen").unwrap_err().to_string();
+        assert!(err.contains("expected HOST:PORT or PORT"), "{err}");
+    }
+}
