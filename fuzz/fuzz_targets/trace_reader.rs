@@ -14,7 +14,10 @@ fuzz_target!(|data: &[u8]| {
         if item.is_err() {
             break;
         }
-        assert!(reader.valid_len() > last_good, "a record must advance the offset");
+        assert!(
+            reader.valid_len() > last_good,
+            "a record must advance the offset"
+        );
         last_good = reader.valid_len();
     }
     assert!(reader.valid_len() <= data.len() as u64);
