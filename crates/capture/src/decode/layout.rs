@@ -271,6 +271,7 @@ impl Layout {
         let seq = read(&self.seq)?
             .as_int()
             .ok_or_else(|| DecodeError::new("layout seq is not a whole number"))?;
+        let seq = super::in_range("layout seq", i128::from(seq))?;
         let (field, unit) = &self.send;
         let raw = read(field)?;
         let ns = match (*unit, raw) {
@@ -279,6 +280,7 @@ impl Layout {
             (SendUnit::Ticks(hz), n) => finite_ns(n.as_f64() * 1e9 / hz),
         }
         .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
+        let ns = super::in_range("layout send time (ns)", i128::from(ns))?;
         let stream = match &self.stream {
             Some(f) => read(f)?
                 .as_int()

@@ -173,6 +173,19 @@ impl StreamInfo {
     }
 }
 
+/// The largest magnitude a decoded sequence number or send time (ns, about 73 years) may
+/// have. Beyond it, differences between two packets could overflow 64 bits, so a packet
+/// claiming more is refused (counted with the reason) rather than decoded.
+pub const MAX_MAGNITUDE: i64 = 1 << 61;
+
+/// `value` if within ±[`MAX_MAGNITUDE`], else an error naming `what`.
+pub(crate) fn in_range(what: &str, value: i128) -> Result<i64, DecodeError> {
+    i64::try_from(value)
+        .ok()
+        .filter(|v| v.unsigned_abs() <= MAX_MAGNITUDE as u64)
+        .ok_or_else(|| DecodeError::new(format!("{what} {value} is beyond ±2^61")))
+}
+
 /// Which payload decoder to use.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DecoderKind {
@@ -470,9 +483,7 @@ impl StreamDecoder {
         match &self.config.kind {
             DecoderKind::Probe => {
                 let p = probe::Probe::parse(&rec.payload)?;
-                let seq = i64::try_from(p.tick).map_err(|_| {
-                    DecodeError::new(format!("probe tick {} is out of range", p.tick))
-                })?;
+                let seq = in_range("probe tick", i128::from(p.tick))?;
                 let key = StreamKey::Probe {
                     stream: p.stream,
                     direction: rec.direction,

@@ -112,10 +112,11 @@ impl Probe {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(DecodeError::new(format!("probe value {i} is not finite")));
         }
+        let send = super::in_range("probe send time (ns)", i128::from(be_u64(20) as i64))?;
         Ok(Self {
             stream: be_u32(8),
             tick: be_u64(12),
-            send: Nanos(be_u64(20) as i64),
+            send: Nanos(send),
             state: be_u32(28),
             event,
             values,

@@ -230,7 +230,9 @@ mod tests {
             parse_addr("[::1]:5004", "--listen").unwrap().to_string(),
             "[::1]:5004"
         );
-        let err = parse_addr("example.org", "--listen").unwrap_err().to_string();
+        let err = parse_addr("example.org", "--listen")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("expected HOST:PORT or PORT"), "{err}");
     }
 }
