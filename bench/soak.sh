@@ -8,17 +8,20 @@
 # capture: `jitterlab send` → `jitterlab capture`. Reports what was sent, what the socket
 #   received, what the file holds, kernel and queue drops, and RSS over time (peak = VmHWM).
 #   "Zero loss between socket and file" means datagrams received == datagrams in the file.
-# relay: `jitterlab send` → `jitterlab capture --forward --impair delay=1ms` (which records
-#   both legs: a Sent record at ingress, a Received record as each datagram leaves) →
-#   `jitterlab capture`. Reports the relay's counters, both legs in its trace, what the
-#   listener holds, and the relay's RSS.
+# relay: `jitterlab send` → `jitterlab capture --forward` → a UDP echo server
+#   (crates/capture/examples/udp_echo.rs) → back through the relay to the sender, so the relay
+#   carries and records both legs (to the upstream and back to the client). Reports the relay's
+#   counters, the records per direction, what the echo server echoed, and the relay's RSS.
+#   SINK=1 makes the upstream a sink that only counts (one leg, half the load on the relay).
+#   IMPAIR=SPEC adds `--impair SPEC` (the impairment scheduler; see BENCHMARKS.md for the rate
+#   it sustains).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-capture}
 RATE=${2:-100000}
 SECS=${3:-60}
 J=target/release/jitterlab
-cargo build --release -q
+cargo build --release -q --bins --examples
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 PORT=$((40000 + RANDOM % 10000))
@@ -38,20 +41,22 @@ if [ "$MODE" = capture ]; then
   CAP=$!
   WATCH=$CAP
 else
-  $J capture --listen "$UP" -o "$DIR/listen.jtr" 2> "$DIR/listen.err" &
-  LISTEN=$!
-  $J capture --listen "$PORT" --forward "127.0.0.1:$UP" --impair delay=1ms \
+  target/release/examples/udp_echo "$UP" 3 ${SINK:+sink} > "$DIR/echo.out" &
+  ECHO=$!
+  $J capture --listen "$PORT" --forward "127.0.0.1:$UP" ${IMPAIR:+--impair "$IMPAIR"} \
     -o "$DIR/relay.jtr" 2> "$DIR/cap.err" &
   CAP=$!
   WATCH=$CAP
 fi
 sleep 1
 sample_rss "$WATCH" "$DIR/rss" &
+SAMPLER=$!
 $J send --to "$PORT" --rate "$RATE" --duration "${SECS}s" --size 200 2> "$DIR/send.err"
 sleep 1
 PEAK=$(peak_rss "$WATCH")
+kill "$SAMPLER" 2>/dev/null || true
 kill -INT "$CAP"; wait "$CAP" || true
-if [ "$MODE" = relay ]; then kill -INT "$LISTEN"; wait "$LISTEN" || true; fi
+if [ "$MODE" = relay ]; then wait "$ECHO" || true; fi
 echo "$MODE soak: $RATE pkt/s for $SECS s, 200-byte datagrams"
 sed 's/^/  sender:    /' "$DIR/send.err"
 grep captured "$DIR/cap.err" | sed "s|$DIR/||; s/^/  $MODE:   /"
@@ -70,13 +75,14 @@ d = json.load(sys.stdin); c = d["capture_stats"]
 print("  file: %d datagrams; socket received %d; socket→file lost %d; kernel drops %d; queue drops %d"
       % (d["packets"], c["received"], c["received"] - d["packets"], c["kernel_drops"], c["queue_drops"]))'
 else
-  grep captured "$DIR/listen.err" | sed "s|$DIR/||; s/^/  listener:  /"
-  R=$(info "$DIR/relay.jtr"); L=$(info "$DIR/listen.jtr")
-  python3 -c '
+  sed 's/^/  echo:      /' "$DIR/echo.out"
+  info "$DIR/relay.jtr" | python3 -c '
 import json, sys
-r, l = json.loads(sys.argv[1]), json.loads(sys.argv[2]); c = r["capture_stats"]
-print("  relay trace: %d ingress (Sent) records, %d egress (Received) records; relay socket received %d, kernel drops %d, queue drops %d"
-      % (r["truth_packets"], r["packets"], c["received"], c["kernel_drops"], c["queue_drops"]))
-print("  listener file: %d datagrams (kernel drops %d)" % (l["packets"], l["capture_stats"]["kernel_drops"]))
-print("  lost inside the relay (ingress - egress): %d" % (r["truth_packets"] - r["packets"]))' "$R" "$L"
+up = sys.argv[1]
+d = json.load(sys.stdin); c = d["capture_stats"]
+legs = {"to upstream": 0, "to client": 0}
+for s in d["streams"]:
+    legs["to upstream" if s["dst"].endswith(":" + up) else "to client"] += s["packets"]
+print("  relay trace: %d records to the upstream, %d back to the client; socket received %d, kernel drops %d, queue drops %d"
+      % (legs["to upstream"], legs["to client"], c["received"], c["kernel_drops"], c["queue_drops"]))' "$UP"
 fi

@@ -173,10 +173,15 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         st.user_timestamps,
         if forward.is_some() {
             format!(
-                "; relay forwarded {}, impairment dropped {} and duplicated {}{}",
+                "; relay forwarded {}, impairment dropped {} and duplicated {}{}{}",
                 summary.forwarded,
                 summary.impaired_drops,
                 summary.duplicates_added,
+                if summary.send_failures > 0 {
+                    format!(", {} sends refused by the kernel", summary.send_failures)
+                } else {
+                    String::new()
+                },
                 if summary.unforwarded > 0 {
                     format!(
                         ", {} not forwarded (more than 1024 clients)",
