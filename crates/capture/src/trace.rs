@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -596,7 +596,11 @@ impl<R: Read> Reader<R> {
         if self.done {
             return Ok(None);
         }
-        match decode_record(&mut self.input) {
+        let result = match self.decode_buffered() {
+            Some(result) => result,
+            None => decode_record(&mut self.input),
+        };
+        match result {
             Ok(record) => {
                 self.good_end = self.input.pos;
                 self.records += 1;
@@ -619,6 +623,29 @@ impl<R: Read> Reader<R> {
                     reason,
                 })
             }
+        }
+    }
+}
+
+impl<R: Read> Reader<R> {
+    /// Decodes the next record straight from the read buffer when the buffer holds all of it
+    /// (nearly always: records are far smaller than the buffer), without a read call per
+    /// field; `None` when it straddles the buffer's end, for the streaming path to finish.
+    fn decode_buffered(&mut self) -> Option<Result<Record, Fail>> {
+        let buf = match self.input.inner.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) => return Some(Err(Fail::from(e))),
+        };
+        let mut cursor = buf;
+        match decode_record(&mut cursor) {
+            Err(Fail::End) => None,
+            Ok(record) => {
+                let used = buf.len() - cursor.len();
+                self.input.inner.consume(used);
+                self.input.pos += used as u64;
+                Some(Ok(record))
+            }
+            Err(e) => Some(Err(e)),
         }
     }
 }

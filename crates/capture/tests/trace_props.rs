@@ -247,3 +247,58 @@ fn records_with_wide_integers_and_str_payloads_read_back() {
     let err = read_all(&bad).unwrap_err().to_string();
     assert!(err.contains("kind: 256 is out of range"), "{err}");
 }
+
+/// A reader that hands out at most a few bytes per call, so records straddle every buffer
+/// refill.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.step = self.step % 7 + 1;
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+/// Records read back equal whether the whole record is in the read buffer (the fast path)
+/// or straddles refills: a file far larger than the buffer, and the same file in trickles.
+#[test]
+fn records_straddling_buffer_refills_read_back_equal() {
+    let records: Vec<Record> = (0..3_000)
+        .map(|i| {
+            let mut r = Record::received(
+                Nanos(i * 7_919),
+                vec![(i % 251) as u8; (i as usize * 37) % 1_200],
+            );
+            if i % 3 == 0 {
+                r.src = Some(Endpoint(([192, 168, 0, (i % 200) as u8], 5004).into()));
+            }
+            r
+        })
+        .collect();
+    let bytes = write_all(&records);
+    assert!(bytes.len() > 1 << 20);
+    let (back, trailing) = read_all(&bytes).unwrap();
+    assert_eq!((back.len(), trailing), (records.len(), 0));
+    assert_eq!(back, records);
+    let mut reader = Reader::new(Trickle {
+        data: &bytes,
+        step: 0,
+    })
+    .unwrap();
+    let mut trickled = Vec::new();
+    while let Some(r) = reader.read_record().unwrap() {
+        trickled.push(r);
+    }
+    assert_eq!(trickled, records);
+    // Cut inside the last record: everything before it, and the cut reported.
+    let cut = bytes.len() - 5;
+    let (back, trailing) = read_all(&bytes[..cut]).unwrap();
+    assert_eq!(back.len(), records.len() - 1);
+    assert_eq!(trailing as usize, cut - write_all(&back).len());
+}
