@@ -435,3 +435,36 @@ fn hex(text: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
         .collect()
 }
+
+/// A pcapng block whose length field claims 4 GiB (and one whose packet claims 4 GiB inside
+/// a small block): an error naming the block's offset, nothing allocated for the claim.
+#[test]
+fn pcapng_blocks_claiming_4_gib_are_an_error_with_the_offset() {
+    let mut file = pcapng(1, 6, &[(1, ether_udp(b"ok", false))]);
+    let at = file.len();
+    file.extend_from_slice(&6u32.to_le_bytes());
+    file.extend_from_slice(&0xffff_fff0u32.to_le_bytes());
+    file.extend_from_slice(&[0u8; 4096]);
+    let err = read_capture_all(&file[..], None).unwrap_err().to_string();
+    assert!(err.contains(&format!("offset {at}")), "{err}");
+    assert!(err.contains("4294967280"), "{err}");
+    // An enhanced packet block of 32 bytes whose captured length claims 4 GiB.
+    let mut file = pcapng(1, 6, &[]);
+    let at = file.len();
+    let mut epb = Vec::new();
+    for v in [0u32, 0, 1, 0xffff_ffff, 0xffff_ffff] {
+        epb.extend_from_slice(&v.to_le_bytes());
+    }
+    file.extend(block(6, &epb));
+    file.extend_from_slice(&[0u8; 64]);
+    match read_capture_all(&file[..], None) {
+        Err(e) => assert!(e.to_string().contains(&format!("offset {at}")), "{e}"),
+        Ok((records, summary)) => {
+            assert!(records.is_empty(), "{records:?}");
+            assert!(
+                summary.malformed > 0 || summary.trailing_bytes > 0,
+                "{summary:?}"
+            );
+        }
+    }
+}
