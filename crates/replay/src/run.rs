@@ -264,17 +264,30 @@ impl ReferenceTrack {
     /// For each sample, its index in the reference when the reference holds exactly it (same
     /// sequence number, send time and error-channel values), else `u32::MAX`.
     fn positions(&self, samples: &[Sample]) -> Vec<u32> {
-        let index: std::collections::HashMap<i64, u32> = self
-            .seqs
-            .iter()
-            .enumerate()
-            .map(|(i, &q)| (q, i as u32))
-            .collect();
+        // Sequence numbers almost always rise with send time: then a binary search finds each
+        // one; otherwise a map (the last of equal sequence numbers wins either way).
+        let sorted = self.seqs.windows(2).all(|w| w[0] < w[1]);
+        let index: std::collections::HashMap<i64, u32> = if sorted {
+            std::collections::HashMap::new()
+        } else {
+            self.seqs
+                .iter()
+                .enumerate()
+                .map(|(i, &q)| (q, i as u32))
+                .collect()
+        };
+        let find = |seq: i64| {
+            if sorted {
+                self.seqs.binary_search(&seq).ok().map(|i| i as u32)
+            } else {
+                index.get(&seq).copied()
+            }
+        };
         let w = self.width;
         samples
             .iter()
             .map(|s| {
-                let Some(&i) = index.get(&s.seq) else {
+                let Some(i) = find(s.seq) else {
                     return u32::MAX;
                 };
                 let at = i as usize;
