@@ -423,8 +423,16 @@ pub fn format_duration(d: Nanos) -> String {
     format!("{}ms", trim_number(format!("{ms:.6}")))
 }
 
+/// A share as a percentage (`5%`, `2.5%`) when that reads back as exactly the same value, else
+/// as the plain fraction in Rust's shortest round-trip form: a printed policy always parses
+/// back to the same policy (a share of 6.9e-111 once printed as `0%`, which is out of range).
 fn format_share(x: f64) -> String {
-    format!("{}%", trim_number(format!("{:.6}", x * 100.0)))
+    let percent = trim_number(format!("{:.6}", x * 100.0));
+    if percent.parse::<f64>().is_ok_and(|p| p / 100.0 == x) {
+        format!("{percent}%")
+    } else {
+        x.to_string()
+    }
 }
 
 fn trim_number(mut s: String) -> String {
@@ -944,6 +952,19 @@ mod tests {
         assert!(msg("quantile:q=0").contains("key q"));
         assert!(msg("jitter:apply=wobble").contains("stretch"));
         assert!(msg("jitter:apply=stretch:max_rate=150%").contains("max_rate"));
+        // Found by the policy_parse fuzz target: a tiny rate printed as `0%`, which did not
+        // parse back.
+        let tiny: Policy = format!(
+            "quantile:,apply=stretch:max_rate=.{}690437088%",
+            "0".repeat(106)
+        )
+        .parse()
+        .unwrap();
+        let printed = tiny.to_string();
+        let again: Policy = printed.parse().unwrap();
+        assert_eq!(again, tiny, "{printed}");
+        let usual: Policy = "jitter:apply=stretch:max_rate=2.5%".parse().unwrap();
+        assert!(usual.to_string().contains("max_rate=2.5%"), "{usual}");
         assert!(msg("jitter:min=400ms").contains("above max"));
         assert!(msg("fixed:k=3").contains("unknown key"));
         assert!(msg("fixed:miss=guess").contains("extrapolate:HORIZON"));
