@@ -1,31 +1,37 @@
-//! Shared by the decoder targets: split the fuzz input into packets and run them through the
-//! same collector and statistics that `jitterlab info` uses.
+//! Shared by the fuzz targets.
 
-use jitterlab_capture::decode::{Collector, DecoderConfig};
-use jitterlab_capture::pcap::{CaptureSummary, header_for};
+use jitterlab_capture::decode::DecoderConfig;
+use jitterlab_capture::pcap::read_capture;
 use jitterlab_capture::stats::stream_stats;
-use jitterlab_capture::{Nanos, Record};
+use jitterlab_capture::testdata;
 
-/// Splits `data` into packets, each prefixed by a one-byte length and a one-byte time step
-/// (ms), decodes them with `config`, and computes every stream's statistics.
-pub fn decode_packets(config: DecoderConfig, mut data: &[u8]) {
-    let header = header_for("fuzz", &CaptureSummary::default(), &config.name());
-    let Ok(mut collector) = Collector::new(&header, Some(config)) else {
+/// Decodes `data` as framed packets (see `testdata::decode_packets`) and computes every
+/// stream's statistics, as `jitterlab info` does.
+#[allow(dead_code)]
+pub fn decode_packets(config: DecoderConfig, data: &[u8]) {
+    if let Some(decoded) = testdata::decode_packets(config, data) {
+        let _ = stream_stats(&decoded);
+    }
+}
+
+/// Reads a capture. Odd first byte: the rest is the whole file. Even: the rest follows
+/// `header`, so the fuzzer spends its time on records rather than on file headers.
+#[allow(dead_code)]
+pub fn read_capture_after(header: &[u8], data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let mut time = Nanos::ZERO;
-    while let [len, step, rest @ ..] = data {
-        let len = usize::from(*len).min(rest.len());
-        let (payload, tail) = rest.split_at(len);
-        // A step of 255 goes back in time: captures are not always in order.
-        time = if *step == 255 {
-            Nanos(time.0 - 3_000_000)
-        } else {
-            Nanos(time.0 + i64::from(*step) * 1_000_000)
-        };
-        collector.push(&Record::received(time, payload.to_vec()));
-        data = tail;
+    let file = if mode & 1 == 1 {
+        rest.to_vec()
+    } else {
+        [header, rest].concat()
+    };
+    let mut records = 0u64;
+    if let Ok(summary) = read_capture(&file[..], None, |_| {
+        records += 1;
+        Ok(())
+    }) {
+        assert_eq!(summary.udp, records, "every UDP datagram reaches the sink");
+        let _ = summary.problems();
     }
-    let decoded = collector.finish();
-    let _ = stream_stats(&decoded);
 }

@@ -409,33 +409,6 @@ fn hostile_udp_and_rtp_inputs_are_counted_not_fatal() {
     );
 }
 
-/// Crashes the fuzzers found (`fuzz/regressions/`), each read again here: an error naming the
-/// offset, never a panic.
-#[test]
-fn fuzz_regressions_fail_cleanly() {
-    // capture_pcapng: a process-information block claiming 4 bytes after a valid section and
-    // interface header; pcap-parser 0.17 subtracted 12 from it.
-    let header: [u8; 48] = [
-        0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff,
-        0xff, 0xff, 0xff, 0xff, 0xff, 28, 0, 0, 0, 1, 0, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff,
-        0, 0, 20, 0, 0, 0,
-    ];
-    let input = hex(
-        "0001000080040000003d00000000002c00000000000000000000ddffffff0000000000000026262626262626262626262626262826262626262626262626262626000000000100001400000006000000004d3c2b1aff710000e803000000",
-    );
-    let file = [&header[..], &input[1..]].concat();
-    let err = read_capture_all(&file[..], None).unwrap_err().to_string();
-    assert!(err.contains("offset 48"), "{err}");
-    assert!(err.contains("claims 4 bytes"), "{err}");
-}
-
-fn hex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 /// A pcapng block whose length field claims 4 GiB (and one whose packet claims 4 GiB inside
 /// a small block): an error naming the block's offset, nothing allocated for the claim.
 #[test]

@@ -36,6 +36,18 @@ fn spawn(args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// Starts `jitterlab capture --listen PORT [extra…] -o OUT` and waits until it is listening.
+fn start_capture(port: u16, out: &Path, extra: &[&str]) -> Child {
+    let mut args = vec!["capture", "--listen"];
+    let port = port.to_string();
+    args.push(&port);
+    args.extend_from_slice(extra);
+    args.extend(["-o", out.to_str().unwrap()]);
+    let child = spawn(&args);
+    wait_for(out);
+    child
+}
+
 /// Waits for a capture to bind: its output file appears once the socket is up.
 fn wait_for(path: &Path) {
     let start = Instant::now();
@@ -93,26 +105,13 @@ fn relay_with_loss_delivers_exactly_the_log_minus_the_drops() {
         dir.path().join("relay.jtr"),
         dir.path().join("sender.jtr"),
     );
-    let listener = spawn(&[
-        "capture",
-        "--listen",
-        &p_listen.to_string(),
-        "-o",
-        listen_out.to_str().unwrap(),
-    ]);
-    wait_for(&listen_out);
-    let relay = spawn(&[
-        "capture",
-        "--listen",
-        &p_relay.to_string(),
-        "--forward",
-        &p_listen.to_string(),
-        "--impair",
-        "loss=5%,seed=1",
-        "-o",
-        relay_out.to_str().unwrap(),
-    ]);
-    wait_for(&relay_out);
+    let listener = start_capture(p_listen, &listen_out, &[]);
+    let forward = p_listen.to_string();
+    let relay = start_capture(
+        p_relay,
+        &relay_out,
+        &["--forward", &forward, "--impair", "loss=5%,seed=1"],
+    );
     let sent = Command::new(bin())
         .args([
             "send",
@@ -652,14 +651,7 @@ fn capture_under_load_loses_nothing_between_socket_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let (out, log) = (dir.path().join("c.jtr"), dir.path().join("sender.jtr"));
-    let child = Command::new(bin())
-        .args(["capture", "--listen", &port.to_string(), "-o"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&out);
+    let child = start_capture(port, &out, &[]);
     send_probes(port, 20_000, 2, &log);
     std::thread::sleep(Duration::from_millis(300));
     interrupt(child);
@@ -688,26 +680,13 @@ fn relay_under_load_forwards_every_datagram_and_records_both_legs() {
     let dir = tempfile::tempdir().unwrap();
     let (p_listen, p_relay) = (free_port(), free_port());
     let out = |name: &str| dir.path().join(name);
-    let listener = spawn(&[
-        "capture",
-        "--listen",
-        &p_listen.to_string(),
-        "-o",
-        out("listen.jtr").to_str().unwrap(),
-    ]);
-    wait_for(&out("listen.jtr"));
-    let relay = spawn(&[
-        "capture",
-        "--listen",
-        &p_relay.to_string(),
-        "--forward",
-        &p_listen.to_string(),
-        "--impair",
-        "delay=1ms",
-        "-o",
-        out("relay.jtr").to_str().unwrap(),
-    ]);
-    wait_for(&out("relay.jtr"));
+    let listener = start_capture(p_listen, &out("listen.jtr"), &[]);
+    let forward = p_listen.to_string();
+    let relay = start_capture(
+        p_relay,
+        &out("relay.jtr"),
+        &["--forward", &forward, "--impair", "delay=1ms"],
+    );
     send_probes(p_relay, 10_000, 2, &out("sender.jtr"));
     std::thread::sleep(Duration::from_millis(300));
     let relay_err = interrupt(relay);
