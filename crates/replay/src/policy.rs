@@ -425,7 +425,7 @@ pub fn format_duration(d: Nanos) -> String {
 
 /// A share as a percentage (`5%`, `2.5%`) when that reads back as exactly the same value, else
 /// as the plain fraction in Rust's shortest round-trip form: a printed policy always parses
-/// back to the same policy (a share of 6.9e-111 once printed as `0%`, which is out of range).
+/// back to the same policy (a share of 7e-115 once printed as `0%`, which is out of range).
 fn format_share(x: f64) -> String {
     let percent = trim_number(format!("{:.6}", x * 100.0));
     if percent.parse::<f64>().is_ok_and(|p| p / 100.0 == x) {
