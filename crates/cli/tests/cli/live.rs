@@ -223,16 +223,8 @@ fn relay_forwards_and_records_both_directions() {
     });
     let p_relay = free_port();
     let out = dir.path().join("relay.jtr");
-    let relay = spawn(&[
-        "capture",
-        "--listen",
-        &p_relay.to_string(),
-        "--forward",
-        &echo_port.to_string(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    wait_for(&out);
+    let forward = echo_port.to_string();
+    let relay = start_capture(p_relay, &out, &["--forward", &forward]);
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
     client.connect(("127.0.0.1", p_relay)).unwrap();
     client
@@ -271,14 +263,7 @@ fn capture_sigterm_and_sigint_finish_cleanly() {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let out = dir.path().join("c.jtr");
-        let child = spawn(&[
-            "capture",
-            "--listen",
-            &port.to_string(),
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        wait_for(&out);
+        let child = start_capture(port, &out, &[]);
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         for i in 0..50u8 {
             sock.send_to(&[i; 20], ("127.0.0.1", port)).unwrap();
@@ -460,14 +445,7 @@ fn capture_survives_sigkill_losing_at_most_the_last_100ms() {
     for round in 0..20 {
         let port = free_port();
         let out = dir.path().join(format!("kill{round}.jtr"));
-        let child = spawn(&[
-            "capture",
-            "--listen",
-            &port.to_string(),
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        wait_for(&out);
+        let child = start_capture(port, &out, &[]);
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         let start = Instant::now();
         let run_for = Duration::from_millis(200 + (rng.uniform() * 600.0) as u64);
@@ -738,16 +716,7 @@ fn a_thousand_concurrent_senders_keep_their_own_statistics() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let out = dir.path().join("many.jtr");
-    let child = spawn(&[
-        "capture",
-        "--listen",
-        &port.to_string(),
-        "--decoder",
-        "rtp",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    wait_for(&out);
+    let child = start_capture(port, &out, &["--decoder", "rtp"]);
     let socks: Vec<UdpSocket> = (0..SENDERS)
         .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
         .collect();
@@ -803,16 +772,8 @@ fn relay_accepts_replies_only_from_its_upstream() {
         .unwrap();
     let p_relay = free_port();
     let out = dir.path().join("relay.jtr");
-    let relay = spawn(&[
-        "capture",
-        "--listen",
-        &p_relay.to_string(),
-        "--forward",
-        &server.local_addr().unwrap().to_string(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    wait_for(&out);
+    let upstream = server.local_addr().unwrap().to_string();
+    let relay = start_capture(p_relay, &out, &["--forward", &upstream]);
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
     client
         .set_read_timeout(Some(Duration::from_millis(500)))
