@@ -129,6 +129,9 @@ pub struct Summary {
     /// Relay: sends the kernel refused (the peer's port closed, or the loopback backlog full):
     /// recorded as received, not forwarded.
     pub send_failures: u64,
+    /// Relay: datagrams the impairment still held, due more than 5 s after the capture
+    /// stopped: recorded at ingress, never sent.
+    pub unreleased: u64,
     /// Whether any datagram got a kernel timestamp.
     pub kernel_timestamps: bool,
 }
@@ -145,6 +148,7 @@ struct Counters {
     duplicates_added: AtomicU64,
     unforwarded: AtomicU64,
     send_failures: AtomicU64,
+    unreleased: AtomicU64,
 }
 
 impl Counters {
@@ -486,8 +490,8 @@ pub fn run(
                     .clients
                     .lock()
                     .map_err(poisoned)?
-                    .drain()
-                    .map(|(_, (_, h))| h)
+                    .values_mut()
+                    .filter_map(|(_, h)| h.take())
                     .collect();
                 for h in handles {
                     h.join()
@@ -550,6 +554,7 @@ pub fn run(
         duplicates_added: c.duplicates_added.load(Ordering::Relaxed),
         unforwarded: c.unforwarded.load(Ordering::Relaxed),
         send_failures: c.send_failures.load(Ordering::Relaxed),
+        unreleased: c.unreleased.load(Ordering::Relaxed),
         kernel_timestamps: c.kernel_timestamps.load(Ordering::Relaxed) > 0,
     })
 }
@@ -577,7 +582,9 @@ fn listen_loop(mut sock: StampedSocket, local: SocketAddr, shared: &Shared) -> R
     Ok(())
 }
 
-type ClientEntry = (Arc<UdpSocket>, JoinHandle<Result<(), Error>>);
+/// A client's upstream socket and its receiver thread (taken when the relay stops; the
+/// socket stays for the impairment scheduler to drain through).
+type ClientEntry = (Arc<UdpSocket>, Option<JoinHandle<Result<(), Error>>>);
 
 struct Relay {
     upstream: SocketAddr,
@@ -648,7 +655,7 @@ impl Relay {
         let handle = thread::Builder::new()
             .name("jitterlab-upstream".into())
             .spawn(move || relay.upstream_loop(stamped, client, &shared))?;
-        clients.insert(client, (Arc::clone(&send), handle));
+        clients.insert(client, (Arc::clone(&send), Some(handle)));
         Ok(Some(send))
     }
 
@@ -709,12 +716,15 @@ impl Relay {
         }
         let (lock, cvar) = &**schedule;
         let mut s = lock.lock().map_err(poisoned)?;
+        let mut earliest = false;
         for (copy, arrival) in outcome.arrivals.iter().enumerate() {
             let Some(at) = arrival else { continue };
             s.order += 1;
             let order = s.order;
+            let due = self.start + Duration::from_nanos(u64::try_from(at.as_nanos()).unwrap_or(0));
+            earliest |= s.heap.peek().is_none_or(|Reverse(p)| due < p.due);
             s.heap.push(Reverse(Pending {
-                due: self.start + Duration::from_nanos(u64::try_from(at.as_nanos()).unwrap_or(0)),
+                due,
                 order,
                 to_upstream,
                 client,
@@ -722,7 +732,11 @@ impl Relay {
                 payload: payload.clone(),
             }));
         }
-        cvar.notify_one();
+        // The release thread sleeps until the earliest due time: wake it only when that moves
+        // earlier (a wake-up per datagram cost more than the datagram at high rates).
+        if earliest {
+            cvar.notify_one();
+        }
         Ok(())
     }
 
@@ -774,9 +788,16 @@ impl Relay {
                         .map_err(poisoned)?
                         .get(&p.client)
                         .map(|(u, _)| Arc::clone(u));
-                    let sent = up.is_some_and(|up| {
-                        self.send(p.to_upstream, p.client, &up, &p.payload, shared)
-                    });
+                    let sent = match up {
+                        Some(up) => self.send(p.to_upstream, p.client, &up, &p.payload, shared),
+                        None => {
+                            shared
+                                .counters
+                                .send_failures
+                                .fetch_add(1, Ordering::Relaxed);
+                            false
+                        }
+                    };
                     if !sent {
                         // The copy never left the relay: no egress record.
                         s = lock.lock().map_err(poisoned)?;
@@ -803,7 +824,14 @@ impl Relay {
                 }
                 Some(Reverse(p)) => {
                     if s.closed && shared.stopping() && p.due > now + Duration::from_secs(5) {
-                        break; // do not hold the capture open for absurd delays
+                        // Do not hold the capture open for absurd delays; what is left is
+                        // counted, not silently dropped.
+                        let left = s.heap.len() as u64;
+                        shared
+                            .counters
+                            .unreleased
+                            .fetch_add(left, Ordering::Relaxed);
+                        break;
                     }
                     let wait = p.due - now;
                     s = cvar.wait_timeout(s, wait.min(POLL)).map_err(poisoned)?.0;

@@ -173,12 +173,20 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         st.user_timestamps,
         if forward.is_some() {
             format!(
-                "; relay forwarded {}, impairment dropped {} and duplicated {}{}{}",
+                "; relay forwarded {}, impairment dropped {} and duplicated {}{}{}{}",
                 summary.forwarded,
                 summary.impaired_drops,
                 summary.duplicates_added,
                 if summary.send_failures > 0 {
                     format!(", {} sends refused by the kernel", summary.send_failures)
+                } else {
+                    String::new()
+                },
+                if summary.unreleased > 0 {
+                    format!(
+                        ", {} still held by the impairment at the end",
+                        summary.unreleased
+                    )
                 } else {
                     String::new()
                 },
