@@ -689,14 +689,10 @@ impl Relay {
         up: &UdpSocket,
         shared: &Shared,
     ) -> Result<(), Error> {
-        let (src, dst, dir) = if to_upstream {
-            (client, self.upstream, Direction::ToUpstream)
-        } else {
-            (self.upstream, client, Direction::ToClient)
-        };
+        let (src, dst, dir) = self.route(to_upstream, client);
         let (Some(models), Some(schedule)) = (&self.models, &self.schedule) else {
             shared.push(record(d, &payload, src, dst, dir));
-            let _ = self.send(to_upstream, client, up, &payload, shared);
+            let _ = self.send(to_upstream, client, Some(up), &payload, shared);
             return Ok(());
         };
         let mut truth = record(d, &payload, src, dst, dir);
@@ -740,23 +736,33 @@ impl Relay {
         Ok(())
     }
 
-    /// Forwards one datagram; whether the kernel took it (failures are counted).
+    /// Source, destination and direction of a datagram between `client` and the upstream.
+    fn route(&self, to_upstream: bool, client: SocketAddr) -> (SocketAddr, SocketAddr, Direction) {
+        if to_upstream {
+            (client, self.upstream, Direction::ToUpstream)
+        } else {
+            (self.upstream, client, Direction::ToClient)
+        }
+    }
+
+    /// Forwards one datagram (toward the upstream through the client's socket `up`, which is
+    /// gone once the relay has stopped); whether the kernel took it (failures are counted).
     fn send(
         &self,
         to_upstream: bool,
         client: SocketAddr,
-        up: &UdpSocket,
+        up: Option<&UdpSocket>,
         payload: &[u8],
         shared: &Shared,
     ) -> bool {
         let sent = if to_upstream {
-            up.send(payload)
+            up.is_some_and(|up| up.send(payload).is_ok())
         } else {
-            self.send_to_client.send_to(payload, client)
+            self.send_to_client.send_to(payload, client).is_ok()
         };
         // A refused send (the peer's port is closed, the loopback backlog full) is counted;
         // the datagram is in the trace as received either way.
-        if sent.is_ok() {
+        if sent {
             shared.counters.forwarded.fetch_add(1, Ordering::Relaxed);
         } else {
             shared
@@ -764,7 +770,35 @@ impl Relay {
                 .send_failures
                 .fetch_add(1, Ordering::Relaxed);
         }
-        sent.is_ok()
+        sent
+    }
+
+    /// Sends one scheduled copy and records it as it leaves; a copy that could not be sent
+    /// never left the relay and gets no egress record.
+    fn release(&self, p: Pending, shared: &Shared) -> Result<(), Error> {
+        let up = self
+            .clients
+            .lock()
+            .map_err(poisoned)?
+            .get(&p.client)
+            .map(|(u, _)| Arc::clone(u));
+        if !self.send(p.to_upstream, p.client, up.as_deref(), &p.payload, shared) {
+            return Ok(());
+        }
+        let (src, dst, dir) = self.route(p.to_upstream, p.client);
+        let mut rec = Record::received(realtime(), p.payload);
+        rec.direction = dir.code();
+        rec.src = Some(Endpoint(src));
+        rec.dst = Some(Endpoint(dst));
+        if p.duplicate {
+            rec.flags |= flags::INJECTED_DUPLICATE;
+            shared
+                .counters
+                .duplicates_added
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        shared.push(rec);
+        Ok(())
     }
 
     /// Sends impaired datagrams when they are due and records each copy as it leaves.
@@ -782,44 +816,7 @@ impl Relay {
                         continue;
                     };
                     drop(s);
-                    let up = self
-                        .clients
-                        .lock()
-                        .map_err(poisoned)?
-                        .get(&p.client)
-                        .map(|(u, _)| Arc::clone(u));
-                    let sent = match up {
-                        Some(up) => self.send(p.to_upstream, p.client, &up, &p.payload, shared),
-                        None => {
-                            shared
-                                .counters
-                                .send_failures
-                                .fetch_add(1, Ordering::Relaxed);
-                            false
-                        }
-                    };
-                    if !sent {
-                        // The copy never left the relay: no egress record.
-                        s = lock.lock().map_err(poisoned)?;
-                        continue;
-                    }
-                    let (src, dst, dir) = if p.to_upstream {
-                        (p.client, self.upstream, Direction::ToUpstream)
-                    } else {
-                        (self.upstream, p.client, Direction::ToClient)
-                    };
-                    let mut rec = Record::received(realtime(), p.payload);
-                    rec.direction = dir.code();
-                    rec.src = Some(Endpoint(src));
-                    rec.dst = Some(Endpoint(dst));
-                    if p.duplicate {
-                        rec.flags |= flags::INJECTED_DUPLICATE;
-                        shared
-                            .counters
-                            .duplicates_added
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                    shared.push(rec);
+                    self.release(p, shared)?;
                     s = lock.lock().map_err(poisoned)?;
                 }
                 Some(Reverse(p)) => {
@@ -911,12 +908,11 @@ impl LiveStats {
 }
 
 fn write_loop(
-    w: Writer<BufWriter<File>>,
+    mut w: Writer<BufWriter<File>>,
     rx: &Receiver<Record>,
     shared: &Shared,
     live: &Mutex<LiveStats>,
 ) -> Result<u64, Error> {
-    let mut w = w;
     let result = write_records(&mut w, rx, shared, live);
     let records = w.records();
     // A full disk or a vanished output: say how much the file holds. Records are written

@@ -177,33 +177,30 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 summary.forwarded,
                 summary.impaired_drops,
                 summary.duplicates_added,
-                if summary.send_failures > 0 {
-                    format!(", {} sends refused by the kernel", summary.send_failures)
-                } else {
-                    String::new()
-                },
-                if summary.unreleased > 0 {
-                    format!(
-                        ", {} still held by the impairment at the end",
-                        summary.unreleased
-                    )
-                } else {
-                    String::new()
-                },
-                if summary.unforwarded > 0 {
-                    format!(
-                        ", {} not forwarded (more than 1024 clients)",
-                        summary.unforwarded
-                    )
-                } else {
-                    String::new()
-                }
+                counted(summary.send_failures, "sends refused by the kernel"),
+                counted(
+                    summary.unreleased,
+                    "still held by the impairment at the end"
+                ),
+                counted(
+                    summary.unforwarded,
+                    "not forwarded (more than 1024 clients)"
+                ),
             )
         } else {
             String::new()
         }
     );
     Ok(())
+}
+
+/// `, N what` when `n` is not zero: a summary clause for a counter that is usually zero.
+fn counted(n: u64, what: &str) -> String {
+    if n > 0 {
+        format!(", {n} {what}")
+    } else {
+        String::new()
+    }
 }
 
 fn status_line(s: &Status) -> String {

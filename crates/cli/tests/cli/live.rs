@@ -112,25 +112,7 @@ fn relay_with_loss_delivers_exactly_the_log_minus_the_drops() {
         &relay_out,
         &["--forward", &forward, "--impair", "loss=5%,seed=1"],
     );
-    let sent = Command::new(bin())
-        .args([
-            "send",
-            "--to",
-            &p_relay.to_string(),
-            "--rate",
-            "2000",
-            "--duration",
-            "10s",
-        ])
-        .arg("--log")
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    send_probes(p_relay, 2_000, 10, 0, &log);
     std::thread::sleep(Duration::from_millis(500));
     let relay_err = interrupt(relay);
     let listen_err = interrupt(listener);
@@ -600,9 +582,17 @@ fn final_stats(recs: &[Record]) -> CaptureStats {
     stats
 }
 
-fn send_probes(port: u16, rate: u32, secs: u32, log: &Path) {
+/// `jitterlab send` of probes padded to `size` bytes (0: unpadded) at `rate` for `secs`,
+/// logged into `log`.
+fn send_probes(port: u16, rate: u32, secs: u32, size: u32, log: &Path) {
     let sent = Command::new(bin())
-        .args(["send", "--to", &port.to_string(), "--size", "200"])
+        .args([
+            "send",
+            "--to",
+            &port.to_string(),
+            "--size",
+            &size.to_string(),
+        ])
         .args([
             "--rate",
             &rate.to_string(),
@@ -630,7 +620,7 @@ fn capture_under_load_loses_nothing_between_socket_and_file() {
     let port = free_port();
     let (out, log) = (dir.path().join("c.jtr"), dir.path().join("sender.jtr"));
     let child = start_capture(port, &out, &[]);
-    send_probes(port, 20_000, 2, &log);
+    send_probes(port, 20_000, 2, 200, &log);
     std::thread::sleep(Duration::from_millis(300));
     interrupt(child);
     let sent = ticks(
@@ -665,7 +655,7 @@ fn relay_under_load_forwards_every_datagram_and_records_both_legs() {
         &out("relay.jtr"),
         &["--forward", &forward, "--impair", "delay=1ms"],
     );
-    send_probes(p_relay, 10_000, 2, &out("sender.jtr"));
+    send_probes(p_relay, 10_000, 2, 200, &out("sender.jtr"));
     std::thread::sleep(Duration::from_millis(300));
     let relay_err = interrupt(relay);
     interrupt(listener);
