@@ -266,22 +266,17 @@ impl ReferenceTrack {
     fn positions(&self, samples: &[Sample]) -> Vec<u32> {
         // Sequence numbers almost always rise with send time: then a binary search finds each
         // one; otherwise a map (the last of equal sequence numbers wins either way).
-        let sorted = self.seqs.windows(2).all(|w| w[0] < w[1]);
-        let index: std::collections::HashMap<i64, u32> = if sorted {
-            std::collections::HashMap::new()
-        } else {
-            self.seqs
-                .iter()
-                .enumerate()
-                .map(|(i, &q)| (q, i as u32))
-                .collect()
-        };
-        let find = |seq: i64| {
-            if sorted {
-                self.seqs.binary_search(&seq).ok().map(|i| i as u32)
-            } else {
-                index.get(&seq).copied()
-            }
+        let index: Option<std::collections::HashMap<i64, u32>> =
+            (!self.seqs.windows(2).all(|w| w[0] < w[1])).then(|| {
+                self.seqs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &q)| (q, i as u32))
+                    .collect()
+            });
+        let find = |seq: i64| match &index {
+            None => self.seqs.binary_search(&seq).ok().map(|i| i as u32),
+            Some(index) => index.get(&seq).copied(),
         };
         let w = self.width;
         samples
