@@ -72,7 +72,7 @@ fn demo() -> PathBuf {
 fn report_on_a_probe_trace_with_ground_truth_and_a_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let rows = dir.path().join("rows.parquet");
-    let res = jitterlab()
+    jitterlab()
         .arg("sweep")
         .arg(demo())
         .args([
@@ -84,9 +84,8 @@ fn report_on_a_probe_trace_with_ground_truth_and_a_sweep() {
             "-o",
         ])
         .arg(&rows)
-        .output()
-        .unwrap();
-    assert!(res.status.success());
+        .assert()
+        .success();
     let out = dir.path().join("report");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("notes.txt"), b"mine").unwrap();

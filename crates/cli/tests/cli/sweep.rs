@@ -56,7 +56,7 @@ fn assert_rows_match_replay(rows: &[Value], extra: &[&str]) {
 fn sweep_rows_equal_single_replays() {
     let dir = tempfile::tempdir().unwrap();
     let synth = dir.path().join("lte.jtr");
-    let res = jitterlab()
+    jitterlab()
         .args([
             "synth",
             "--profile",
@@ -70,9 +70,8 @@ fn sweep_rows_equal_single_replays() {
             "-o",
         ])
         .arg(&synth)
-        .output()
-        .unwrap();
-    assert!(res.status.success());
+        .assert()
+        .success();
     let grid = dir.path().join("grid.toml");
     std::fs::write(
         &grid,
@@ -99,7 +98,7 @@ fn sweep_rows_equal_single_replays() {
 
     // The Parquet file of the same sweep holds the same rows, metric for metric.
     let parquet = dir.path().join("rows.parquet");
-    let res = jitterlab()
+    jitterlab()
         .args([
             "sweep",
             demo().to_str().unwrap(),
@@ -110,9 +109,8 @@ fn sweep_rows_equal_single_replays() {
             "-o",
         ])
         .arg(&parquet)
-        .output()
-        .unwrap();
-    assert!(res.status.success());
+        .assert()
+        .success();
     assert_parquet_equals_json(&parquet, &rows);
 }
 
@@ -136,7 +134,7 @@ fn sweep_rows_equal_single_replays_on_a_real_capture() {
     assert_rows_match_replay(&rows, &[]);
     // And as Parquet: the same rows.
     let parquet = dir.path().join("rows.parquet");
-    let res = jitterlab()
+    jitterlab()
         .args([
             "sweep",
             cap.to_str().unwrap(),
@@ -148,9 +146,8 @@ fn sweep_rows_equal_single_replays_on_a_real_capture() {
             "-o",
         ])
         .arg(&parquet)
-        .output()
-        .unwrap();
-    assert!(res.status.success());
+        .assert()
+        .success();
     assert_parquet_equals_json(&parquet, &rows);
 }
 
