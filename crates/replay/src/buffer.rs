@@ -91,7 +91,7 @@ pub struct Pick {
     /// The right sample, when interpolating.
     pub to: Option<u32>,
     /// Interpolation factor: in [0, 1] between the pair (C7), above 1 when extrapolating.
-    pub alpha: f64,
+    pub factor: Factor,
     /// The sender-clock time of what is displayed: the target when interpolating, the held
     /// sample's send time when holding.
     pub shown: Option<Nanos>,
@@ -99,7 +99,52 @@ pub struct Pick {
     pub depth: usize,
 }
 
+/// An interpolation factor: the number, or the ratio of two nanosecond spans left undivided
+/// until someone needs the number. A replay that only gathers metrics mostly never does,
+/// and a division per frame is one of the longest stalls in the replay loop.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Factor {
+    /// The factor itself.
+    Value(f64),
+    /// `num / den` with `den > 0`, both in nanoseconds.
+    Ratio(i64, i64),
+}
+
+impl Default for Factor {
+    fn default() -> Self {
+        Self::Value(0.0)
+    }
+}
+
+impl Factor {
+    /// The factor as a number.
+    #[inline]
+    pub fn get(self) -> f64 {
+        match self {
+            Self::Value(v) => v,
+            Self::Ratio(num, den) => num as f64 / den as f64,
+        }
+    }
+
+    /// Whether the factor is below 1, without dividing (exact for spans below 2⁵³ ns, about
+    /// 104 days).
+    #[inline]
+    pub fn below_one(self) -> bool {
+        match self {
+            Self::Value(v) => v < 1.0,
+            Self::Ratio(num, den) => num < den,
+        }
+    }
+}
+
 impl Pick {
+    /// The interpolation factor as a number: in [0, 1] between the pair (C7), above 1 when
+    /// extrapolating, 0 when holding.
+    #[inline]
+    pub fn alpha(&self) -> f64 {
+        self.factor.get()
+    }
+
     /// Nothing to show.
     pub fn empty(depth: usize) -> Self {
         Self {
@@ -107,7 +152,7 @@ impl Pick {
             hold: None,
             from: None,
             to: None,
-            alpha: 0.0,
+            factor: Factor::Value(0.0),
             shown: None,
             depth,
         }
@@ -115,12 +160,18 @@ impl Pick {
 
     /// Interpolating from sample `from` to `to` at factor `alpha`, showing sender time `shown`.
     pub fn between(from: u32, to: u32, alpha: f64, shown: Nanos, depth: usize) -> Self {
+        Self::between_by(from, to, Factor::Value(alpha), shown, depth)
+    }
+
+    /// [`Pick::between`] with the factor as a [`Factor`].
+    #[inline]
+    pub fn between_by(from: u32, to: u32, factor: Factor, shown: Nanos, depth: usize) -> Self {
         Self {
             mode: Mode::Interpolate,
             hold: None,
             from: Some(from),
             to: Some(to),
-            alpha,
+            factor,
             shown: Some(shown),
             depth,
         }
@@ -133,7 +184,7 @@ impl Pick {
             hold: Some(reason),
             from: Some(idx),
             to: None,
-            alpha: 0.0,
+            factor: Factor::Value(0.0),
             shown: Some(send),
             depth,
         }
@@ -157,16 +208,38 @@ pub struct Counters {
     pub refused: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Held {
-    send: Nanos,
-    seq: i64,
-    idx: u32,
+/// What the buffer needs of one sample: 24 bytes read once per arrival, instead of the
+/// whole sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Send time on the sender's clock.
+    pub send: Nanos,
+    /// Sequence number or tick.
+    pub seq: i64,
+    /// The sample's index in the caller's slice.
+    pub idx: u32,
     /// A spawn or teleport at this sample: never interpolate into it (C14).
-    cuts_before: bool,
+    pub cuts_before: bool,
     /// A despawn at this sample: never interpolate out of it (C14).
-    cuts_after: bool,
+    pub cuts_after: bool,
 }
+
+impl Packet {
+    /// Sample `idx` of `samples`.
+    pub fn of(samples: &[Sample], idx: u32) -> Self {
+        let s = &samples[idx as usize];
+        Self {
+            send: s.send,
+            seq: s.seq,
+            idx,
+            cuts_before: matches!(s.event, Some(Lifecycle::Spawn | Lifecycle::Teleport)),
+            cuts_after: s.event == Some(Lifecycle::Despawn),
+        }
+    }
+}
+
+/// A held sample.
+type Held = Packet;
 
 /// Remembers which ticks were received in a sliding window below the highest one, so that
 /// duplicates are found even after the original left the buffer, in O(1) memory.
@@ -321,8 +394,14 @@ impl SnapshotBuffer {
     }
 
     /// Offers sample `idx` of `samples` to the buffer.
+    #[inline]
     pub fn push(&mut self, samples: &[Sample], idx: u32) -> Push {
-        let s = &samples[idx as usize];
+        self.offer(Packet::of(samples, idx))
+    }
+
+    /// Offers a packet to the buffer ([`SnapshotBuffer::push`] of a sample taken apart).
+    #[inline]
+    pub fn offer(&mut self, s: Packet) -> Push {
         if self.config.dedup && !self.seen.insert(s.seq) {
             self.counters.duplicates += 1;
             return Push::Duplicate;
@@ -335,13 +414,6 @@ impl SnapshotBuffer {
             self.counters.stale += 1;
             return Push::Stale;
         }
-        let held = Held {
-            send: s.send,
-            seq: s.seq,
-            idx,
-            cuts_before: matches!(s.event, Some(Lifecycle::Spawn | Lifecycle::Teleport)),
-            cuts_after: s.event == Some(Lifecycle::Despawn),
-        };
         // Stable for equal send times: the newcomer goes after those already held. Arrivals
         // are mostly the newest, so scan from the back.
         let items = self.items.slice();
@@ -354,7 +426,7 @@ impl SnapshotBuffer {
             self.counters.duplicates += 1;
             return Push::Duplicate;
         }
-        self.items.insert(at, held);
+        self.items.insert(at, s);
         self.counters.inserted += 1;
         if self.items.len() > self.config.capacity {
             self.items.drop_front(1);
@@ -366,6 +438,7 @@ impl SnapshotBuffer {
 
     /// Chooses what to show at sender-clock time `target`, then forgets samples the display
     /// can no longer need. Targets must not decrease between calls.
+    #[inline]
     pub fn sample(&mut self, target: Nanos) -> Pick {
         let items = self.items.slice();
         let n = items.len();
@@ -404,7 +477,7 @@ impl SnapshotBuffer {
                     hold: (!within).then_some(HoldReason::AfterNewest),
                     from: Some(a.idx),
                     to: Some(b.idx),
-                    alpha,
+                    factor: Factor::Value(alpha),
                     shown: Some(b.send + past),
                     depth,
                 };
@@ -427,8 +500,8 @@ impl SnapshotBuffer {
             // C8: never interpolate (or extrapolate) across the gap; hold the left sample.
             return hold(a, HoldReason::Gap);
         }
-        let alpha = (target - a.send).as_nanos() as f64 / (b.send - a.send).as_nanos() as f64;
-        Pick::between(a.idx, b.idx, alpha, target, depth)
+        let factor = Factor::Ratio((target - a.send).as_nanos(), (b.send - a.send).as_nanos());
+        Pick::between_by(a.idx, b.idx, factor, target, depth)
     }
 
     fn prune_before(&mut self, keep_from: usize) {

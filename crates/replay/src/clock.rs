@@ -134,7 +134,21 @@ impl OnlineClock {
     }
 
     /// A packet sent at `send` (sender clock) arrived at `arrival` (local clock).
+    #[inline]
     pub fn observe(&mut self, send: Nanos, arrival: Nanos) {
+        // Most packets land in the window being filled once a fit exists: keep its maximum.
+        if self.fitted
+            && let Some((start, max)) = &mut self.current
+            && arrival < *start + Self::WINDOW
+        {
+            *max = (*max).max(send - arrival);
+            return;
+        }
+        self.observe_window(send, arrival);
+    }
+
+    /// [`Self::observe`] for a packet that starts a window, or before the first fit.
+    fn observe_window(&mut self, send: Nanos, arrival: Nanos) {
         let origin = *self.origin.get_or_insert(arrival);
         let v = send - arrival;
         match self.current {
@@ -208,6 +222,7 @@ impl OnlineClock {
 
     /// The offset to use at local time `at` (times must not decrease), slewed toward the
     /// current estimate.
+    #[inline]
     pub fn offset_at(&mut self, at: Nanos) -> Nanos {
         let Some(origin) = self.origin else {
             return Nanos::ZERO;

@@ -44,7 +44,7 @@ pub mod sweep;
 pub mod tune;
 pub mod values;
 
-pub use buffer::{HoldReason, Mode, Pick, Push, SnapshotBuffer};
+pub use buffer::{Factor, HoldReason, Mode, Packet, Pick, Push, SnapshotBuffer};
 pub use clock::ClockMapping;
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};

@@ -121,22 +121,35 @@ impl LogHistogram {
 }
 
 /// Count, sum, minimum and maximum: for per-frame values whose quantiles nobody asks for.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Moments {
     count: u64,
     sum: f64,
+    /// +∞ and −∞ while empty, so that adding needs no test for the first value.
     min: f64,
     max: f64,
 }
 
+impl Default for Moments {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+}
+
 impl Moments {
     /// Adds a value.
+    #[inline]
     pub fn add(&mut self, v: f64) {
-        if self.count == 0 {
-            (self.min, self.max) = (v, v);
-        } else {
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
+        if v < self.min {
+            self.min = v;
+        }
+        if v > self.max {
+            self.max = v;
         }
         self.count += 1;
         self.sum += v;
@@ -144,13 +157,6 @@ impl Moments {
 
     /// Adds every value of another.
     pub fn merge(&mut self, other: &Self) {
-        if other.count == 0 {
-            return;
-        }
-        if self.count == 0 {
-            *self = *other;
-            return;
-        }
         self.count += other.count;
         self.sum += other.sum;
         self.min = self.min.min(other.min);
@@ -177,6 +183,71 @@ impl Moments {
         (self.count > 0).then_some(self.max)
     }
 }
+
+/// [`Moments`] of whole numbers (nanoseconds, sample counts), summed exactly: adding is
+/// integer arithmetic, with no conversion or division per frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntMoments {
+    count: u64,
+    sum: i128,
+    /// `i64::MAX` and `i64::MIN` while empty.
+    min: i64,
+    max: i64,
+}
+
+impl Default for IntMoments {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            sum: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+        }
+    }
+}
+
+impl IntMoments {
+    /// Adds a value.
+    #[inline]
+    pub fn add(&mut self, v: i64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += i128::from(v);
+    }
+
+    /// Adds every value of another.
+    pub fn merge(&mut self, other: &Self) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// How many values.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The mean divided by `unit` (1e6 turns nanoseconds into milliseconds), or `None` when
+    /// empty.
+    pub fn mean_in(&self, unit: f64) -> Option<f64> {
+        (self.count > 0).then(|| self.sum as f64 / self.count as f64 / unit)
+    }
+
+    /// The minimum, or `None` when empty.
+    pub fn min(&self) -> Option<i64> {
+        (self.count > 0).then_some(self.min)
+    }
+
+    /// The maximum, or `None` when empty.
+    pub fn max(&self) -> Option<i64> {
+        (self.count > 0).then_some(self.max)
+    }
+}
+
+/// Nanoseconds to milliseconds.
+const NS_PER_MS: f64 = 1e6;
 
 /// Where the error reference came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -219,23 +290,23 @@ pub struct Metrics {
     /// Display delay: sender-clock now − sender time of what is shown, in ms.
     pub delay_ms: LogHistogram,
     /// Samples buffered ahead of the target, per frame.
-    pub depth: Moments,
+    pub depth: IntMoments,
     /// Frames with no sample ahead of the target.
     pub zero_depth_frames: u64,
     /// Distance between what is shown and the reference at the target time.
     pub error: LogHistogram,
     /// Where the error reference came from, if there is one.
     pub reference: Option<Reference>,
-    /// The policy's playout delay per frame, in ms.
-    pub buffer_delay_ms: Moments,
+    /// The policy's playout delay per frame, in ns.
+    pub buffer_delay: IntMoments,
     /// Frames where the display stood still because the delay jumped up.
     pub timeline_freezes: u64,
     /// Frames played faster or slower than real time (stretch).
     pub scaled_frames: u64,
     /// Frames whose render target was earlier than the previous frame's (Mirror can do this).
     pub backward_steps: u64,
-    /// Sample age per frame: sender-clock now − send time of the newest sample received, ms.
-    pub sample_age_ms: Moments,
+    /// Sample age per frame: sender-clock now − send time of the newest sample received, ns.
+    pub sample_age: IntMoments,
     /// Correction distances: per sample that arrived for a moment already displayed, the
     /// distance between what was shown then and the sample.
     pub correction: Moments,
@@ -279,14 +350,14 @@ impl Metrics {
 
     /// Records how the timeline moved at one frame.
     pub fn timeline(&mut self, delay: jitterlab_capture::Nanos, frozen: bool, scaled: bool) {
-        self.buffer_delay_ms.add(delay.as_millis_f64());
+        self.buffer_delay.add(delay.as_nanos());
         self.timeline_freezes += u64::from(frozen);
         self.scaled_frames += u64::from(scaled);
     }
 
     /// Records the depth at one frame.
     pub fn depth(&mut self, depth: usize) {
-        self.depth.add(depth as f64);
+        self.depth.add(depth as i64);
         self.zero_depth_frames += u64::from(depth == 0);
     }
 
@@ -312,11 +383,11 @@ impl Metrics {
         self.depth.merge(&other.depth);
         self.zero_depth_frames += other.zero_depth_frames;
         self.error.merge(&other.error);
-        self.buffer_delay_ms.merge(&other.buffer_delay_ms);
+        self.buffer_delay.merge(&other.buffer_delay);
         self.timeline_freezes += other.timeline_freezes;
         self.scaled_frames += other.scaled_frames;
         self.backward_steps += other.backward_steps;
-        self.sample_age_ms.merge(&other.sample_age_ms);
+        self.sample_age.merge(&other.sample_age);
         self.correction.merge(&other.correction);
         self.counters.refused += other.counters.refused;
         self.reference = match (self.reference, other.reference) {
@@ -360,7 +431,7 @@ impl Metrics {
             stale_dropped: c.stale,
             evicted: c.evicted,
             pending: self.pending,
-            mean_depth: self.depth.mean(),
+            mean_depth: self.depth.mean_in(1.0),
             min_depth: self.depth.min().map(|d| d as u64),
             zero_depth_ratio: ratio(self.zero_depth_frames),
             error_reference: self.reference,
@@ -368,14 +439,14 @@ impl Metrics {
             p95_error: self.error.quantile(0.95),
             p99_error: self.error.quantile(0.99),
             max_error: self.error.max(),
-            mean_buffer_delay_ms: self.buffer_delay_ms.mean(),
-            max_buffer_delay_ms: self.buffer_delay_ms.max(),
+            mean_buffer_delay_ms: self.buffer_delay.mean_in(NS_PER_MS),
+            max_buffer_delay_ms: self.buffer_delay.max().map(|d| d as f64 / NS_PER_MS),
             timeline_freezes: self.timeline_freezes,
             scaled_frames: self.scaled_frames,
             backward_steps: self.backward_steps,
             refused: c.refused,
-            mean_sample_age_ms: self.sample_age_ms.mean(),
-            max_sample_age_ms: self.sample_age_ms.max(),
+            mean_sample_age_ms: self.sample_age.mean_in(NS_PER_MS),
+            max_sample_age_ms: self.sample_age.max().map(|d| d as f64 / NS_PER_MS),
             corrections: self.correction.count(),
             mean_correction: self.correction.mean(),
             max_correction: self.correction.max(),

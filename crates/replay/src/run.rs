@@ -5,9 +5,9 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Decoded, Sample};
 
 use crate::Error;
-use crate::buffer::{HoldReason, Mode};
+use crate::buffer::{Factor, HoldReason, Mode, Packet};
 use crate::clock::ClockMapping;
-use crate::engine::Engine;
+use crate::engine::{MirrorEngine, NgoEngine, Playout, SnapshotEngine};
 use crate::metrics::{Metrics, Reference};
 use crate::policy::Policy;
 
@@ -65,7 +65,8 @@ impl Iterator for FrameTimes<'_> {
                 if *k >= *count {
                     return None;
                 }
-                let at = *first + Nanos((*k as f64 * *period + 0.5) as i64);
+                // `k` fits in i64 (and f64's 53 bits): a signed conversion is one instruction.
+                let at = *first + Nanos((*k as i64 as f64 * *period + 0.5) as i64);
                 *k += 1;
                 Some(at)
             }
@@ -373,7 +374,7 @@ struct Shown {
     from: u32,
     /// `u32::MAX` for none.
     to: u32,
-    alpha: f64,
+    factor: Factor,
 }
 
 /// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
@@ -414,7 +415,7 @@ impl Recent {
 fn correction(samples: &[Sample], recent: &Recent, channels: &[usize], idx: u32) -> Option<f64> {
     let s = &samples[idx as usize];
     let f = recent.at_or_before(s.send)?;
-    let (from, to, alpha) = (f.from, f.to, f.alpha);
+    let (from, to, alpha) = (f.from, f.to, f.factor.get());
     if from == u32::MAX {
         return None;
     }
@@ -436,14 +437,23 @@ fn correction(samples: &[Sample], recent: &Recent, channels: &[usize], idx: u32)
     any.then(|| sq.sqrt())
 }
 
+/// One sample as the replay loop reads it, in arrival order.
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    /// Arrival time on the local clock.
+    at: Nanos,
+    packet: Packet,
+}
+
 /// A stream with what every replay of it needs computed once: its arrival order, the
 /// minimum-transit clock offset and the error reference. Sweeps prepare a stream once and
 /// replay it through many policies.
 #[derive(Clone, Debug)]
 pub struct Prepared<'a> {
     samples: &'a [Sample],
-    /// Sample indices by arrival time (stable).
-    order: Vec<u32>,
+    /// The samples by arrival time (stable), with what the replay loop reads of each: a
+    /// compact array read front to back, instead of scattered reads of whole samples.
+    arrivals: Vec<Arrival>,
     offset_estimate: Nanos,
     reference: ReferenceTrack,
     reference_kind: Option<Reference>,
@@ -462,6 +472,13 @@ impl<'a> Prepared<'a> {
         if samples.windows(2).any(|w| w[1].arrival < w[0].arrival) {
             order.sort_by_key(|&i| samples[i as usize].arrival);
         }
+        let arrivals = order
+            .iter()
+            .map(|&i| Arrival {
+                at: samples[i as usize].arrival,
+                packet: Packet::of(samples, i),
+            })
+            .collect();
         let truth = stream.truth;
         let reference = ReferenceTrack::new(
             if truth.is_empty() { samples } else { truth },
@@ -474,7 +491,7 @@ impl<'a> Prepared<'a> {
         });
         Self {
             samples,
-            order,
+            arrivals,
             offset_estimate: crate::clock::estimate_offset(samples),
             ref_pos: reference.positions(samples),
             rotation: crate::values::rotation_channels(stream.channels),
@@ -549,9 +566,40 @@ fn run<const FRAMES: bool>(
     on_frame: &mut impl FnMut(&Frame<'_>),
 ) -> Result<Metrics, Error> {
     frames.validate()?;
+    // One copy of the loop per engine, so each engine's steps inline into it.
+    match policy {
+        Policy::Mirror(c) => run_engine::<FRAMES, _>(
+            prepared,
+            policy,
+            MirrorEngine::new(c),
+            frames,
+            clock,
+            on_frame,
+        ),
+        Policy::Ngo(c) => {
+            run_engine::<FRAMES, _>(prepared, policy, NgoEngine::new(c), frames, clock, on_frame)
+        }
+        _ => run_engine::<FRAMES, _>(
+            prepared,
+            policy,
+            SnapshotEngine::new(policy),
+            frames,
+            clock,
+            on_frame,
+        ),
+    }
+}
+
+fn run_engine<const FRAMES: bool, E: Playout>(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    mut engine: E,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
     let samples = prepared.samples;
-    let order = &prepared.order;
-    let mut engine = Engine::new(policy);
+    let arrivals = &prepared.arrivals;
     // The zero-error shortcut needs the factor computed from the same nanosecond expression as
     // the reference's; Mirror computes its own in seconds.
     let exact_alpha = !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_));
@@ -570,8 +618,8 @@ fn run<const FRAMES: bool>(
     let mut cursor = 0usize;
     metrics.reference = prepared.reference_kind;
     let stream_id = samples[0].stream;
-    let first = samples[order[0] as usize].arrival;
-    let last = samples[order[order.len() - 1] as usize].arrival;
+    let first = arrivals[0].at;
+    let last = arrivals[arrivals.len() - 1].at;
     let times = match frames {
         FrameClock::Fps(fps) => {
             let period = 1e9 / fps;
@@ -606,18 +654,22 @@ fn run<const FRAMES: bool>(
     let mut started = false;
     let mut value = Vec::new();
     for at in times {
-        while next < order.len() && samples[order[next] as usize].arrival <= at {
-            let idx = order[next];
+        while let Some(&Arrival {
+            at: arrival,
+            packet,
+        }) = arrivals.get(next)
+            && arrival <= at
+        {
+            let idx = packet.idx;
             if constant.is_none() {
-                let s = &samples[idx as usize];
-                online.observe(s.send, s.arrival);
+                online.observe(packet.send, arrival);
             }
-            let duplicate = engine.push(samples, idx, at);
+            let duplicate = engine.push(samples, packet, at);
             metrics.packets += 1;
             // A sample for a moment already displayed: how far off was what was shown then?
             if !duplicate
                 && let Some(last) = prev_target
-                && samples[idx as usize].send < last
+                && packet.send < last
                 && let Some(d) = correction(samples, &recent, &reference.channels, idx)
             {
                 metrics.correction.add(d);
@@ -635,7 +687,7 @@ fn run<const FRAMES: bool>(
                 target,
                 from: pick.from.unwrap_or(u32::MAX),
                 to: pick.to.unwrap_or(u32::MAX),
-                alpha: pick.alpha,
+                factor: pick.factor,
             });
         }
         if prev_target.is_some_and(|p| target < p) {
@@ -647,6 +699,7 @@ fn run<const FRAMES: bool>(
         started |= !startup;
         let mut state = None;
         let error = if FRAMES {
+            let alpha = pick.alpha();
             value.clear();
             if let Some(from) = pick.from {
                 let a = &samples[from as usize];
@@ -658,17 +711,17 @@ fn run<const FRAMES: bool>(
                             a.values
                                 .iter()
                                 .zip(&b.values)
-                                .map(|(x, y)| x + (y - x) * pick.alpha),
+                                .map(|(x, y)| x + (y - x) * alpha),
                         );
                         // C14: rotation by slerp, not by a linear blend.
                         if let Some(r) = prepared.rotation
                             && r + 4 <= value.len()
                         {
                             let q = |v: &[f64]| [v[r], v[r + 1], v[r + 2], v[r + 3]];
-                            let s = crate::values::slerp(q(&a.values), q(&b.values), pick.alpha);
+                            let s = crate::values::slerp(q(&a.values), q(&b.values), alpha);
                             value[r..r + 4].copy_from_slice(&s);
                         }
-                        state = if pick.alpha >= 1.0 { b.state } else { a.state };
+                        state = if alpha >= 1.0 { b.state } else { a.state };
                     }
                     None => {
                         value.extend_from_slice(&a.values);
@@ -687,7 +740,7 @@ fn run<const FRAMES: bool>(
                 // agree bit for bit).
                 (Some(from), Some(to))
                     if exact_alpha
-                        && pick.alpha < 1.0
+                        && pick.factor.below_one()
                         && prepared.ref_pos[from as usize] != u32::MAX
                         && prepared.ref_pos[to as usize] == prepared.ref_pos[from as usize] + 1 =>
                 {
@@ -697,7 +750,7 @@ fn run<const FRAMES: bool>(
                     &mut cursor,
                     target,
                     &samples[from as usize].values,
-                    Some((&samples[to as usize].values, pick.alpha)),
+                    Some((&samples[to as usize].values, pick.alpha())),
                 ),
                 (Some(from), None) => {
                     reference.error_at(&mut cursor, target, &samples[from as usize].values, None)
@@ -710,13 +763,13 @@ fn run<const FRAMES: bool>(
         if !startup {
             metrics.timeline(applied.delay, applied.frozen, applied.scaled);
             if let Some(newest) = engine.newest_send() {
-                metrics
-                    .sample_age_ms
-                    .add((at + offset - newest).as_millis_f64());
+                metrics.sample_age.add((at + offset - newest).as_nanos());
             }
             metrics.depth(pick.depth);
             if let Some(d) = shown_delay {
-                metrics.delay_ms.add(d.as_millis_f64());
+                // A multiplication, not `as_millis_f64`'s division: the histogram's buckets
+                // are 0.8 % wide, and a division per frame is a long stall.
+                metrics.delay_ms.add(d.as_nanos() as f64 * 1e-6);
             }
             if let Some(e) = error {
                 metrics.error.add(e);
@@ -731,7 +784,7 @@ fn run<const FRAMES: bool>(
             target,
             mode: pick.mode,
             hold: pick.hold,
-            alpha: pick.from.and(pick.to).map(|_| pick.alpha),
+            alpha: pick.from.and(pick.to).map(|_| pick.alpha()),
             from: pick.from,
             to: pick.to,
             value: &value,
@@ -747,7 +800,7 @@ fn run<const FRAMES: bool>(
         });
     }
     metrics.counters = engine.counters();
-    metrics.pending = (order.len() - next) as u64;
+    metrics.pending = (arrivals.len() - next) as u64;
     Ok(metrics)
 }
 

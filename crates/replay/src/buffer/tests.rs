@@ -31,7 +31,7 @@ fn filled(samples: &[Sample], config: BufferConfig) -> SnapshotBuffer {
 fn value(samples: &[Sample], pick: &Pick) -> f64 {
     let a = samples[pick.from.unwrap() as usize].values[0];
     match pick.to {
-        Some(to) => a + (samples[to as usize].values[0] - a) * pick.alpha,
+        Some(to) => a + (samples[to as usize].values[0] - a) * pick.alpha(),
         None => a,
     }
 }
@@ -65,7 +65,7 @@ fn c7_seed000_interpolation_vector() {
     // now 225, delay 100 → target 125 (C6).
     let pick = b.sample(Nanos::from_millis(225 - 100));
     assert_eq!(pick.mode, Mode::Interpolate);
-    assert_eq!(pick.alpha, 0.5);
+    assert_eq!(pick.alpha(), 0.5);
     assert_eq!(value(&samples, &pick), 12.5);
 }
 
@@ -76,7 +76,7 @@ fn c7_seed002_interpolation_vector() {
     let mut b = filled(&samples, cfg(120, 120, 8));
     let pick = b.sample(Nanos::from_millis(2160) - Nanos::from_millis(120));
     assert_eq!(pick.mode, Mode::Interpolate);
-    assert!((pick.alpha - 0.4).abs() < 1e-12);
+    assert!((pick.alpha() - 0.4).abs() < 1e-12);
     assert!((value(&samples, &pick) - 4.4).abs() < 1e-12);
 }
 

@@ -1,0 +1,51 @@
+//! Times `replay_metrics` of one policy over a synthetic 60 Hz trace (for profilers).
+//! `cargo run --release -p jitterlab-replay --example speed -- [POLICY] [PACKETS] [RUNS]`
+
+use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
+use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
+use jitterlab_capture::{Nanos, RecordKind};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, Prepared, Stream, replay_metrics};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let policy: Policy = args
+        .first()
+        .map_or("fixed:delay=100ms", |s| s)
+        .parse()
+        .unwrap();
+    let packets: u64 = args.get(1).map_or(1_000_000, |s| s.parse().unwrap());
+    let runs: u32 = args.get(2).map_or(5, |s| s.parse().unwrap());
+    let config = Config {
+        rate_hz: 60.0,
+        duration: Nanos::from_secs_f64(packets as f64 / 60.0),
+        seed: 1,
+        motion: Motion::Walk,
+        model: profile("wifi").unwrap(),
+        profile: None,
+    };
+    let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
+    let mut samples = Vec::new();
+    generate_into(&config, |r| {
+        if r.kind() == RecordKind::Received {
+            samples.push(dec.decode(r).unwrap());
+        }
+        Ok(())
+    })
+    .unwrap();
+    let stream = Stream::new(&samples);
+    let prepared = Prepared::new(&stream);
+    let frames = FrameClock::Fps(60.0);
+    for _ in 0..runs {
+        let t = std::time::Instant::now();
+        let m = replay_metrics(&prepared, &policy, &frames, ClockMapping::Estimated).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "{:.3} s  {:.2} M packets/s  frames {} holds {} mean_error {:?}",
+            s,
+            samples.len() as f64 / s / 1e6,
+            m.frames,
+            m.holds,
+            m.summary().mean_error
+        );
+    }
+}
