@@ -8,11 +8,10 @@ use jitterlab_replay::{ClockMapping, FrameClock, Policy, Prepared, Stream, repla
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let policy: Policy = args
-        .first()
-        .map_or("fixed:delay=100ms", |s| s)
-        .parse()
-        .unwrap();
+    let policy: Policy = match args.first().map(String::as_str) {
+        None | Some("grid") => "fixed:delay=100ms".parse().unwrap(),
+        Some(p) => p.parse().unwrap(),
+    };
     let packets: u64 = args.get(1).map_or(1_000_000, |s| s.parse().unwrap());
     let runs: u32 = args.get(2).map_or(5, |s| s.parse().unwrap());
     let config = Config {
@@ -32,9 +31,39 @@ fn main() {
         Ok(())
     })
     .unwrap();
-    let stream = Stream::new(&samples);
+    // TRACE=FILE replays a trace file's first stream instead, with its ground truth.
+    let mut truth = Vec::new();
+    let mut channels = Vec::new();
+    if let Ok(path) = std::env::var("TRACE") {
+        let reader = jitterlab_capture::Reader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let decoded = jitterlab_capture::decode::decode_trace(reader, None).unwrap();
+        let info = &decoded.streams[0];
+        samples = decoded.stream_samples(info.id).cloned().collect();
+        truth = decoded.stream_truth(info.id).cloned().collect();
+        channels = info.channels.clone();
+    }
+    let stream = Stream::new(&samples)
+        .with_truth(&truth)
+        .with_channels(&channels);
     let prepared = Prepared::new(&stream);
     let frames = FrameClock::Fps(60.0);
+    if args.first().is_some_and(|a| a == "grid") {
+        // The sweep benchmark's grid, one thread: fixed:delay=0..297ms/3ms.
+        for _ in 0..runs {
+            let t = std::time::Instant::now();
+            for d in (0..=297).step_by(3) {
+                let p: Policy = format!("fixed:delay={d}ms").parse().unwrap();
+                replay_metrics(&prepared, &p, &frames, ClockMapping::Estimated).unwrap();
+            }
+            let s = t.elapsed().as_secs_f64();
+            println!(
+                "grid {:.3} s  {:.2} M steps/s",
+                s,
+                100.0 * samples.len() as f64 / s / 1e6
+            );
+        }
+        return;
+    }
     for _ in 0..runs {
         let t = std::time::Instant::now();
         let m = replay_metrics(&prepared, &policy, &frames, ClockMapping::Estimated).unwrap();

@@ -267,7 +267,22 @@ impl SeqWindow {
 
     /// Records `seq`; returns false when it was already recorded (or is too old to tell,
     /// which only a packet thousands of ticks late can be).
+    #[inline]
     fn insert(&mut self, seq: i64) -> bool {
+        if let Some(highest) = self.highest
+            && highest.checked_add(1) == Some(seq)
+        {
+            // The usual case, the next tick: its slot last held a tick SPAN ago.
+            let (w, m) = Self::slot(seq);
+            self.bits[w] |= m;
+            self.highest = Some(seq);
+            return true;
+        }
+        self.insert_other(seq)
+    }
+
+    /// [`Self::insert`] of anything but the tick after the highest.
+    fn insert_other(&mut self, seq: i64) -> bool {
         let Some(highest) = self.highest else {
             self.highest = Some(seq);
             let (w, m) = Self::slot(seq);
@@ -319,12 +334,15 @@ impl Store {
         self.items.len() - self.head
     }
 
+    /// Inserts `h` at position `at` of the held samples.
     fn insert(&mut self, at: usize, h: Held) {
-        if self.head + at == self.items.len() {
-            self.items.push(h);
-        } else {
-            self.items.insert(self.head + at, h);
-        }
+        self.items.insert(self.head + at, h);
+    }
+
+    /// Appends `h` after the held samples.
+    #[inline]
+    fn push(&mut self, h: Held) {
+        self.items.push(h);
     }
 
     /// Forgets the first `k` held samples.
@@ -417,16 +435,17 @@ impl SnapshotBuffer {
         // Stable for equal send times: the newcomer goes after those already held. Arrivals
         // are mostly the newest, so scan from the back.
         let items = self.items.slice();
-        let mut at = items.len();
-        while at > 0 && items[at - 1].send > s.send {
-            at -= 1;
-        }
         if !self.config.dedup && items.iter().any(|h| h.seq == s.seq && h.send == s.send) {
             // Without dedup an exact copy is still one sample; keep the first.
             self.counters.duplicates += 1;
             return Push::Duplicate;
         }
-        self.items.insert(at, s);
+        if items.last().is_none_or(|h| h.send <= s.send) {
+            self.items.push(s);
+        } else {
+            let at = items.partition_point(|h| h.send <= s.send);
+            self.items.insert(at, s);
+        }
         self.counters.inserted += 1;
         if self.items.len() > self.config.capacity {
             self.items.drop_front(1);

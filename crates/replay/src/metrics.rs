@@ -15,9 +15,11 @@ use crate::buffer::{Counters, HoldReason, Mode};
 /// and an increment, and memory does not depend on how many values are added.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LogHistogram {
-    counts: Vec<u32>,
+    /// Allocated at the first value.
+    counts: Option<Box<[u64; Self::BUCKETS]>>,
     count: u64,
     sum: f64,
+    /// 0 while empty: every value counted is at least 0.
     max: f64,
 }
 
@@ -28,8 +30,10 @@ impl LogHistogram {
     const HI: u64 = (1023 + 31) << 7;
     const BUCKETS: usize = (Self::HI - Self::LO) as usize + 2;
 
+    /// The bucket of a value that is not negative (−0 included).
+    #[inline]
     fn bucket(v: f64) -> usize {
-        let key = v.to_bits() >> Self::SHIFT;
+        let key = (v.to_bits() & !(1 << 63)) >> Self::SHIFT;
         if key < Self::LO {
             0
         } else {
@@ -50,40 +54,58 @@ impl LogHistogram {
     /// Adds a value; negative values count as 0, NaN is ignored.
     #[inline]
     pub fn add(&mut self, value: f64) {
-        let v = if value >= 0.0 {
-            value
-        } else if value.is_nan() {
-            return;
-        } else {
-            0.0
-        };
-        if self.counts.is_empty() {
-            self.counts = vec![0; Self::BUCKETS];
+        match &mut self.counts {
+            Some(counts) if value >= 0.0 => {
+                counts[Self::bucket(value)] += 1;
+                self.count += 1;
+                self.sum += value;
+                if value > self.max {
+                    self.max = value;
+                }
+            }
+            _ => self.add_first_or_negative(value),
         }
-        self.counts[Self::bucket(v)] += 1;
+    }
+
+    /// [`Self::add`] of the first value, of a negative one or of NaN.
+    #[cold]
+    fn add_first_or_negative(&mut self, value: f64) {
+        if value.is_nan() {
+            return;
+        }
+        let counts = self
+            .counts
+            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
+        counts[Self::bucket(value.max(0.0))] += 1;
         self.count += 1;
         self.sum += value;
-        if v > self.max || self.count == 1 {
-            self.max = v;
+        self.max = self.max.max(value);
+    }
+
+    /// Adds `n` zeros.
+    pub fn add_zeros(&mut self, n: u64) {
+        if n == 0 {
+            return;
         }
+        let counts = self
+            .counts
+            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
+        counts[0] += n;
+        self.count += n;
     }
 
     /// Adds every value of another histogram.
     pub fn merge(&mut self, other: &Self) {
-        if other.count == 0 {
+        let Some(theirs) = &other.counts else {
             return;
-        }
-        if self.counts.is_empty() {
-            self.counts = vec![0; Self::BUCKETS];
-        }
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+        };
+        let ours = self
+            .counts
+            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
+        for (a, b) in ours.iter_mut().zip(theirs.iter()) {
             *a += b;
         }
-        self.max = if self.count == 0 {
-            other.max
-        } else {
-            self.max.max(other.max)
-        };
+        self.max = self.max.max(other.max);
         self.count += other.count;
         self.sum += other.sum;
     }
@@ -110,8 +132,9 @@ impl LogHistogram {
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
         let mut seen = 0u64;
-        for (b, &n) in self.counts.iter().enumerate() {
-            seen += u64::from(n);
+        let counts = self.counts.as_deref().into_iter().flatten();
+        for (b, &n) in counts.enumerate() {
+            seen += n;
             if seen >= rank {
                 return Some(Self::bucket_mid(b).min(self.max));
             }

@@ -327,21 +327,20 @@ impl ReferenceTrack {
         };
         // Fast path: the error channels are the first `w` values (no rotation channels named).
         if self.contiguous && a.len() >= w && b.is_none_or(|(b, _)| b.len() >= w) {
-            let (a, ra, rb) = (&a[..w], &ra[..w], &rb[..w]);
+            let refs = ra.iter().zip(rb);
             let mut sq = 0.0;
             match b {
                 Some((b, alpha)) => {
-                    let b = &b[..w];
-                    for k in 0..w {
-                        let v = a[k] + (b[k] - a[k]) * alpha;
-                        let want = ra[k] + (rb[k] - ra[k]) * t;
+                    for ((&x, &y), (&ra, &rb)) in a.iter().zip(b).zip(refs) {
+                        let v = x + (y - x) * alpha;
+                        let want = ra + (rb - ra) * t;
                         sq += (v - want) * (v - want);
                     }
                 }
                 None => {
-                    for k in 0..w {
-                        let want = ra[k] + (rb[k] - ra[k]) * t;
-                        sq += (a[k] - want) * (a[k] - want);
+                    for (&x, (&ra, &rb)) in a.iter().zip(refs) {
+                        let want = ra + (rb - ra) * t;
+                        sq += (x - want) * (x - want);
                     }
                 }
             }
@@ -403,16 +402,27 @@ impl Recent {
 
     /// The newest frame whose target is at or before `t`.
     fn at_or_before(&self, t: Nanos) -> Option<Shown> {
-        let n = self.written.min(RECENT_LEN);
-        (1..=n)
-            .map(|k| self.frames[(self.written - k) % RECENT_LEN])
-            .find(|f| f.target <= t)
+        let oldest = self.written.saturating_sub(RECENT_LEN);
+        let mut i = self.written;
+        while i > oldest {
+            i -= 1;
+            let f = &self.frames[i % RECENT_LEN];
+            if f.target <= t {
+                return Some(*f);
+            }
+        }
+        None
     }
 }
 
 /// The distance between what the last frame at or before sample `idx`'s send time showed and
 /// the sample itself, over the error channels: how far a late sample corrects the display.
-fn correction(samples: &[Sample], recent: &Recent, channels: &[usize], idx: u32) -> Option<f64> {
+fn correction(
+    samples: &[Sample],
+    recent: &Recent,
+    reference: &ReferenceTrack,
+    idx: u32,
+) -> Option<f64> {
     let s = &samples[idx as usize];
     let f = recent.at_or_before(s.send)?;
     let (from, to, alpha) = (f.from, f.to, f.factor.get());
@@ -421,6 +431,32 @@ fn correction(samples: &[Sample], recent: &Recent, channels: &[usize], idx: u32)
     }
     let a = &samples[from as usize].values;
     let b = (to != u32::MAX).then(|| &samples[to as usize].values);
+    let (channels, w) = (&reference.channels, reference.width);
+    // Fast path: the error channels are the first `w` values of all three (the same sum in
+    // the same order as below).
+    if reference.contiguous
+        && w > 0
+        && a.len() >= w
+        && s.values.len() >= w
+        && b.is_none_or(|b| b.len() >= w)
+    {
+        let truth = &s.values[..w];
+        let mut sq = 0.0;
+        match b {
+            Some(b) => {
+                for ((&x, &y), &truth) in a.iter().zip(b).zip(truth) {
+                    let shown = x + (y - x) * alpha;
+                    sq += (shown - truth) * (shown - truth);
+                }
+            }
+            None => {
+                for (&x, &truth) in a.iter().zip(truth) {
+                    sq += (x - truth) * (x - truth);
+                }
+            }
+        }
+        return Some(sq.sqrt());
+    }
     let mut sq = 0.0;
     let mut any = false;
     for &ch in channels {
@@ -652,6 +688,7 @@ fn run_engine<const FRAMES: bool, E: Playout>(
     let mut recent = Recent::new();
     let mut prev_target: Option<Nanos> = None;
     let mut started = false;
+    let mut zero_errors = 0u64;
     let mut value = Vec::new();
     for at in times {
         while let Some(&Arrival {
@@ -670,7 +707,7 @@ fn run_engine<const FRAMES: bool, E: Playout>(
             if !duplicate
                 && let Some(last) = prev_target
                 && packet.send < last
-                && let Some(d) = correction(samples, &recent, &reference.channels, idx)
+                && let Some(d) = correction(samples, &recent, reference, idx)
             {
                 metrics.correction.add(d);
             }
@@ -744,7 +781,10 @@ fn run_engine<const FRAMES: bool, E: Playout>(
                         && prepared.ref_pos[from as usize] != u32::MAX
                         && prepared.ref_pos[to as usize] == prepared.ref_pos[from as usize] + 1 =>
                 {
-                    Some(0.0)
+                    // Counted in bulk after the loop (interpolated frames are never startup
+                    // frames, and adding zeros in any order leaves the sum as it is).
+                    zero_errors += 1;
+                    None
                 }
                 (Some(from), Some(to)) => reference.error_at(
                     &mut cursor,
@@ -799,6 +839,7 @@ fn run_engine<const FRAMES: bool, E: Playout>(
             startup,
         });
     }
+    metrics.error.add_zeros(zero_errors);
     metrics.counters = engine.counters();
     metrics.pending = (arrivals.len() - next) as u64;
     Ok(metrics)
