@@ -4,7 +4,9 @@
 use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
 use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
 use jitterlab_capture::{Nanos, RecordKind};
-use jitterlab_replay::{ClockMapping, FrameClock, Policy, Prepared, Stream, replay_metrics};
+use jitterlab_replay::{
+    ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,13 +49,21 @@ fn main() {
         .with_channels(&channels);
     let prepared = Prepared::new(&stream);
     let frames = FrameClock::Fps(60.0);
+    // CLOCK=hindsight|offset=MS|estimate (the default).
+    let clock: ClockMapping =
+        std::env::var("CLOCK").map_or(ClockMapping::Estimated, |c| c.parse().unwrap());
     if args.first().is_some_and(|a| a == "grid") {
-        // The sweep benchmark's grid, one thread: fixed:delay=0..297ms/3ms.
+        // The sweep benchmark's grid, one thread, as `jitterlab sweep` runs it (frames and
+        // clock offsets planned once): fixed:delay=0..297ms/3ms.
+        let policies: Vec<Policy> = (0..=297)
+            .step_by(3)
+            .map(|d| format!("fixed:delay={d}ms").parse().unwrap())
+            .collect();
         for _ in 0..runs {
             let t = std::time::Instant::now();
-            for d in (0..=297).step_by(3) {
-                let p: Policy = format!("fixed:delay={d}ms").parse().unwrap();
-                replay_metrics(&prepared, &p, &frames, ClockMapping::Estimated).unwrap();
+            let plan = FramePlan::new(&prepared, &frames, clock, Nanos::from_millis(297)).unwrap();
+            for p in &policies {
+                replay_planned(&prepared, &plan, p).unwrap();
             }
             let s = t.elapsed().as_secs_f64();
             println!(
@@ -66,7 +76,7 @@ fn main() {
     }
     for _ in 0..runs {
         let t = std::time::Instant::now();
-        let m = replay_metrics(&prepared, &policy, &frames, ClockMapping::Estimated).unwrap();
+        let m = replay_metrics(&prepared, &policy, &frames, clock).unwrap();
         let s = t.elapsed().as_secs_f64();
         println!(
             "{:.3} s  {:.2} M packets/s  frames {} holds {} mean_error {:?}",

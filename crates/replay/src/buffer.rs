@@ -418,7 +418,9 @@ impl SnapshotBuffer {
     }
 
     /// Offers a packet to the buffer ([`SnapshotBuffer::push`] of a sample taken apart).
-    #[inline]
+    // Always inlined, as `sample` is: they are the replay loop's inner steps (see
+    // `engine::SnapshotEngine`).
+    #[inline(always)]
     pub fn offer(&mut self, s: Packet) -> Push {
         if self.config.dedup && !self.seen.insert(s.seq) {
             self.counters.duplicates += 1;
@@ -457,7 +459,7 @@ impl SnapshotBuffer {
 
     /// Chooses what to show at sender-clock time `target`, then forgets samples the display
     /// can no longer need. Targets must not decrease between calls.
-    #[inline]
+    #[inline(always)]
     pub fn sample(&mut self, target: Nanos) -> Pick {
         let items = self.items.slice();
         let n = items.len();

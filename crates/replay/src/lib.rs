@@ -53,6 +53,6 @@ pub use policy::{
     SourceConfig,
 };
 pub use run::{
-    Frame, FrameClock, Prepared, Stream, TraceReplay, replay_metrics, replay_prepared,
-    replay_stream, replay_trace,
+    Frame, FrameClock, FramePlan, Prepared, Stream, TraceReplay, replay_metrics, replay_planned,
+    replay_prepared, replay_stream, replay_trace,
 };

@@ -602,70 +602,54 @@ fn run<const FRAMES: bool>(
     on_frame: &mut impl FnMut(&Frame<'_>),
 ) -> Result<Metrics, Error> {
     frames.validate()?;
-    // One copy of the loop per engine, so each engine's steps inline into it.
-    match policy {
-        Policy::Mirror(c) => run_engine::<FRAMES, _>(
-            prepared,
-            policy,
-            MirrorEngine::new(c),
-            frames,
-            clock,
-            on_frame,
-        ),
-        Policy::Ngo(c) => {
-            run_engine::<FRAMES, _>(prepared, policy, NgoEngine::new(c), frames, clock, on_frame)
+    if prepared.is_empty() {
+        return Ok(Metrics::default());
+    }
+    let source = LiveFrames::new(prepared, frames, clock, policy.max_delay());
+    dispatch::<FRAMES, _>(prepared, policy, source, on_frame)
+}
+
+/// Runs the replay loop with the engine `policy` needs: one copy of the loop per engine, so
+/// each engine's steps inline into it.
+fn dispatch<const FRAMES: bool, F: FrameSource>(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    source: F,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
+    Ok(match policy {
+        Policy::Mirror(c) => {
+            run_engine::<FRAMES, _, _>(prepared, policy, MirrorEngine::new(c), source, on_frame)
         }
-        _ => run_engine::<FRAMES, _>(
+        Policy::Ngo(c) => {
+            run_engine::<FRAMES, _, _>(prepared, policy, NgoEngine::new(c), source, on_frame)
+        }
+        _ => run_engine::<FRAMES, _, _>(
             prepared,
             policy,
             SnapshotEngine::new(policy),
-            frames,
-            clock,
+            source,
             on_frame,
         ),
-    }
+    })
 }
 
-fn run_engine<const FRAMES: bool, E: Playout>(
-    prepared: &Prepared<'_>,
-    policy: &Policy,
-    mut engine: E,
-    frames: &FrameClock,
-    clock: ClockMapping,
-    on_frame: &mut impl FnMut(&Frame<'_>),
-) -> Result<Metrics, Error> {
-    let samples = prepared.samples;
-    let arrivals = &prepared.arrivals;
-    // The zero-error shortcut needs the factor computed from the same nanosecond expression as
-    // the reference's; Mirror computes its own in seconds.
-    let exact_alpha = !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_));
-    let mut metrics = Metrics::default();
-    if samples.is_empty() {
-        return Ok(metrics);
-    }
-    // The clock mapping: constant, or estimated online as packets arrive.
-    let constant = match clock {
-        ClockMapping::Fixed(o) => Some(o),
-        ClockMapping::Hindsight => Some(prepared.offset_estimate),
-        ClockMapping::Estimated => None,
-    };
-    let mut online = crate::clock::OnlineClock::new();
-    let reference = &prepared.reference;
-    let mut cursor = 0usize;
-    metrics.reference = prepared.reference_kind;
-    let stream_id = samples[0].stream;
-    let first = arrivals[0].at;
-    let last = arrivals[arrivals.len() - 1].at;
-    let times = match frames {
+/// Frame times for `frames` over arrivals from `first` to `last`, for a policy whose delay
+/// is at most `max_delay`.
+fn frame_times<'f>(
+    frames: &'f FrameClock,
+    first: Nanos,
+    last: Nanos,
+    max_delay: Nanos,
+) -> FrameTimes<'f> {
+    match frames {
         FrameClock::Fps(fps) => {
             let period = 1e9 / fps;
-            let end = last + policy.max_delay() + Nanos(period.ceil() as i64);
-            let count = ((end - first).as_nanos() as f64 / period).floor() as u64 + 1;
             FrameTimes::Regular {
                 first,
                 period,
                 k: 0,
-                count,
+                count: regular_count(first, last, max_delay, period),
             }
         }
         FrameClock::At(times) => FrameTimes::List(times.iter()),
@@ -676,21 +660,243 @@ fn run_engine<const FRAMES: bool, E: Playout>(
             seed,
         } => FrameTimes::Hitchy {
             at: first,
-            end: last + policy.max_delay() + Nanos::from_secs_f64(1.0 / fps),
+            end: hitchy_end(last, max_delay, *fps),
             period: Nanos::from_secs_f64(1.0 / fps),
             chance: *chance,
             hitch: *hitch,
             rng: jitterlab_capture::synth::Rng::new(*seed),
         },
-    };
+    }
+}
 
+/// How many frames a fixed frame rate renders: until the last arrival plus the delay and one
+/// period.
+fn regular_count(first: Nanos, last: Nanos, max_delay: Nanos, period: f64) -> u64 {
+    let end = last + max_delay + Nanos(period.ceil() as i64);
+    ((end - first).as_nanos() as f64 / period).floor() as u64 + 1
+}
+
+/// When a frame rate with hitches stops rendering.
+fn hitchy_end(last: Nanos, max_delay: Nanos, fps: f64) -> Nanos {
+    last + max_delay + Nanos::from_secs_f64(1.0 / fps)
+}
+
+/// Where a replay's frames and clock offsets come from: computed as the replay goes
+/// ([`LiveFrames`]), or read from a [`FramePlan`] computed once for many policies.
+trait FrameSource {
+    /// The next frame's local time, or `None` after the last.
+    fn next_frame(&mut self) -> Option<Nanos>;
+
+    /// A packet that arrived at `arrival`, sent at `send`, is processed in this frame.
+    fn observe(&mut self, send: Nanos, arrival: Nanos);
+
+    /// The clock offset at this frame, at local time `at`, after its packets were observed.
+    fn offset(&mut self, at: Nanos) -> Nanos;
+}
+
+/// Frames computed as the replay goes, and the clock mapping with them.
+struct LiveFrames<'f> {
+    times: FrameTimes<'f>,
+    /// The offset when it is constant, else the online estimate.
+    constant: Option<Nanos>,
+    online: crate::clock::OnlineClock,
+}
+
+impl<'f> LiveFrames<'f> {
+    /// Frames for a non-empty `prepared` and a policy whose delay is at most `max_delay`.
+    fn new(
+        prepared: &Prepared<'_>,
+        frames: &'f FrameClock,
+        clock: ClockMapping,
+        max_delay: Nanos,
+    ) -> Self {
+        let arrivals = &prepared.arrivals;
+        let (first, last) = (arrivals[0].at, arrivals[arrivals.len() - 1].at);
+        Self {
+            times: frame_times(frames, first, last, max_delay),
+            constant: match clock {
+                ClockMapping::Fixed(o) => Some(o),
+                ClockMapping::Hindsight => Some(prepared.offset_estimate),
+                ClockMapping::Estimated => None,
+            },
+            online: crate::clock::OnlineClock::new(),
+        }
+    }
+}
+
+impl FrameSource for LiveFrames<'_> {
+    #[inline]
+    fn next_frame(&mut self) -> Option<Nanos> {
+        self.times.next()
+    }
+
+    #[inline]
+    fn observe(&mut self, send: Nanos, arrival: Nanos) {
+        if self.constant.is_none() {
+            self.online.observe(send, arrival);
+        }
+    }
+
+    #[inline]
+    fn offset(&mut self, at: Nanos) -> Nanos {
+        match self.constant {
+            Some(o) => o,
+            None => self.online.offset_at(at),
+        }
+    }
+}
+
+/// Frame times and the clock offset at each, for one prepared stream, a frame clock and a
+/// clock mapping. Neither depends on the policy (only how long frames go on does, through its
+/// longest delay), so a sweep computes them once per stream and every configuration reads
+/// them instead of recomputing them: with the online clock estimate that is about an eighth
+/// of a fixed-delay replay's work. [`replay_planned`] gives exactly what [`replay_metrics`]
+/// gives.
+#[derive(Clone, Debug)]
+pub struct FramePlan {
+    frames: FrameClock,
+    clock: ClockMapping,
+    /// The longest policy delay the plan covers.
+    max_delay: Nanos,
+    /// The first and last arrival.
+    span: (Nanos, Nanos),
+    /// (local time, clock offset) per frame.
+    times: Vec<(Nanos, Nanos)>,
+}
+
+impl FramePlan {
+    /// The frames of `prepared` under `frames` and `clock`, for policies whose delay is at
+    /// most `max_delay` (a longer one replays without the plan, to the same result).
+    ///
+    /// # Errors
+    /// An invalid frame clock.
+    pub fn new(
+        prepared: &Prepared<'_>,
+        frames: &FrameClock,
+        clock: ClockMapping,
+        max_delay: Nanos,
+    ) -> Result<Self, Error> {
+        frames.validate()?;
+        let mut plan = Self {
+            frames: frames.clone(),
+            clock,
+            max_delay,
+            span: (Nanos::ZERO, Nanos::ZERO),
+            times: Vec::new(),
+        };
+        let arrivals = &prepared.arrivals;
+        if arrivals.is_empty() {
+            return Ok(plan);
+        }
+        plan.span = (arrivals[0].at, arrivals[arrivals.len() - 1].at);
+        // The replay loop's order exactly: a frame's arrivals observed, then its offset.
+        let mut source = LiveFrames::new(prepared, frames, clock, max_delay);
+        let mut next = 0;
+        while let Some(at) = source.next_frame() {
+            while let Some(a) = arrivals.get(next)
+                && a.at <= at
+            {
+                source.observe(a.packet.send, a.at);
+                next += 1;
+            }
+            plan.times.push((at, source.offset(at)));
+        }
+        Ok(plan)
+    }
+
+    /// How many planned frames a policy whose delay is at most `max_delay` renders, or
+    /// `None` when the plan does not reach that far.
+    fn frames_for(&self, max_delay: Nanos) -> Option<usize> {
+        if max_delay > self.max_delay {
+            return None;
+        }
+        let (first, last) = self.span;
+        Some(match &self.frames {
+            FrameClock::Fps(fps) => {
+                let count = regular_count(first, last, max_delay, 1e9 / fps);
+                usize::try_from(count).map_or(self.times.len(), |c| c.min(self.times.len()))
+            }
+            FrameClock::At(_) => self.times.len(),
+            FrameClock::Hitches { fps, .. } => {
+                let end = hitchy_end(last, max_delay, *fps);
+                self.times.partition_point(|&(at, _)| at <= end)
+            }
+        })
+    }
+}
+
+/// Frames read from a [`FramePlan`].
+struct PlannedFrames<'p> {
+    times: std::slice::Iter<'p, (Nanos, Nanos)>,
+    offset: Nanos,
+}
+
+impl FrameSource for PlannedFrames<'_> {
+    #[inline]
+    fn next_frame(&mut self) -> Option<Nanos> {
+        let &(at, offset) = self.times.next()?;
+        self.offset = offset;
+        Some(at)
+    }
+
+    #[inline]
+    fn observe(&mut self, _send: Nanos, _arrival: Nanos) {}
+
+    #[inline]
+    fn offset(&mut self, _at: Nanos) -> Nanos {
+        self.offset
+    }
+}
+
+/// [`replay_metrics`] with the frames and clock offsets read from `plan`, which must have been
+/// made for the same prepared stream: the sweep's path.
+///
+/// # Errors
+/// None at present beyond those of [`replay_metrics`].
+pub fn replay_planned(
+    prepared: &Prepared<'_>,
+    plan: &FramePlan,
+    policy: &Policy,
+) -> Result<Metrics, Error> {
+    if prepared.is_empty() {
+        return Ok(Metrics::default());
+    }
+    match plan.frames_for(policy.max_delay()) {
+        Some(count) => {
+            let source = PlannedFrames {
+                times: plan.times[..count].iter(),
+                offset: Nanos::ZERO,
+            };
+            dispatch::<false, _>(prepared, policy, source, &mut |_| {})
+        }
+        None => replay_metrics(prepared, policy, &plan.frames, plan.clock),
+    }
+}
+
+fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    mut engine: E,
+    mut source: F,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Metrics {
+    let samples = prepared.samples;
+    let arrivals = &prepared.arrivals;
+    // The zero-error shortcut needs the factor computed from the same nanosecond expression as
+    // the reference's; Mirror computes its own in seconds.
+    let exact_alpha = !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_));
+    let mut metrics = Metrics::default();
+    let reference = &prepared.reference;
+    let mut cursor = 0usize;
+    metrics.reference = prepared.reference_kind;
+    let stream_id = samples[0].stream;
     let mut next = 0usize;
     let mut recent = Recent::new();
     let mut prev_target: Option<Nanos> = None;
     let mut started = false;
     let mut zero_errors = 0u64;
     let mut value = Vec::new();
-    for at in times {
+    while let Some(at) = source.next_frame() {
         while let Some(&Arrival {
             at: arrival,
             packet,
@@ -698,9 +904,7 @@ fn run_engine<const FRAMES: bool, E: Playout>(
             && arrival <= at
         {
             let idx = packet.idx;
-            if constant.is_none() {
-                online.observe(packet.send, arrival);
-            }
+            source.observe(packet.send, arrival);
             let duplicate = engine.push(samples, packet, at);
             metrics.packets += 1;
             // A sample for a moment already displayed: how far off was what was shown then?
@@ -713,10 +917,7 @@ fn run_engine<const FRAMES: bool, E: Playout>(
             }
             next += 1;
         }
-        let offset = match constant {
-            Some(o) => o,
-            None => online.offset_at(at),
-        };
+        let offset = source.offset(at);
         let (applied, pick) = engine.frame(at, at + offset);
         let target = applied.target;
         if !reference.channels.is_empty() {
@@ -842,7 +1043,7 @@ fn run_engine<const FRAMES: bool, E: Playout>(
     metrics.error.add_zeros(zero_errors);
     metrics.counters = engine.counters();
     metrics.pending = (arrivals.len() - next) as u64;
-    Ok(metrics)
+    metrics
 }
 
 /// The result of replaying every stream of a trace.

@@ -18,7 +18,7 @@ use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
 use crate::policy::Policy;
-use crate::run::{FrameClock, Prepared, replay_metrics};
+use crate::run::{FrameClock, FramePlan, Prepared, replay_metrics, replay_planned};
 
 /// One trace, prepared once: its streams.
 #[derive(Clone, Debug)]
@@ -114,6 +114,19 @@ pub fn replay_one(
     Ok(total.summary())
 }
 
+/// [`replay_one`] with each stream's frames read from its [`FramePlan`] (same result).
+fn replay_one_planned(
+    trace: &SweepTrace<'_>,
+    plans: &[FramePlan],
+    policy: &Policy,
+) -> Result<Summary, Error> {
+    let mut total = Metrics::default();
+    for (stream, plan) in trace.streams.iter().zip(plans) {
+        total.merge(&replay_planned(stream, plan, policy)?);
+    }
+    Ok(total.summary())
+}
+
 /// Runs every (trace, configuration) pair in `shard` on the current rayon pool, calling
 /// `done` as each finishes (for progress), and returns the rows in trace-major,
 /// configuration-minor order.
@@ -130,12 +143,35 @@ pub fn run(
 ) -> Result<Vec<Row>, Error> {
     frames.validate()?;
     let pairs = traces.len() * policies.len();
+    // Frame times and clock offsets do not depend on the policy: computed once per stream of
+    // every trace this shard touches, for the longest delay among the policies.
+    let max_delay = policies
+        .iter()
+        .map(Policy::max_delay)
+        .max()
+        .unwrap_or_default();
+    let plans: Vec<Option<Vec<FramePlan>>> = (0..traces.len())
+        .into_par_iter()
+        .map(|t| {
+            let touched = (0..policies.len()).any(|c| shard.contains(t * policies.len() + c));
+            touched
+                .then(|| {
+                    traces[t]
+                        .streams
+                        .iter()
+                        .map(|s| FramePlan::new(s, frames, clock, max_delay))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()
+        })
+        .collect::<Result<_, _>>()?;
     (0..pairs)
         .into_par_iter()
         .filter(|&p| shard.contains(p))
         .map(|p| {
             let (t, c) = (p / policies.len(), p % policies.len());
-            let summary = replay_one(&traces[t], &policies[c], frames, clock)?;
+            let plans = plans[t].as_deref().unwrap_or_default();
+            let summary = replay_one_planned(&traces[t], plans, &policies[c])?;
             done();
             Ok(Row {
                 trace: t,

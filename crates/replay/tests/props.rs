@@ -3,8 +3,8 @@
 
 use jitterlab_capture::{Nanos, Sample};
 use jitterlab_replay::{
-    ClockMapping, FrameClock, HoldReason, Mode, Policy, Prepared, Stream, replay_metrics,
-    replay_stream,
+    ClockMapping, FrameClock, FramePlan, HoldReason, Mode, Policy, Prepared, Stream,
+    replay_metrics, replay_planned, replay_stream,
 };
 use proptest::prelude::*;
 
@@ -85,6 +85,25 @@ fn arb_policy() -> impl Strategy<Value = (Policy, Nanos)> {
         (policy, Nanos::MAX)
     });
     prop_oneof![4 => ours, 1 => mirror, 1 => ngo]
+}
+
+/// A frame clock: a fixed rate, a list of times or a rate with hitches.
+fn arb_frames() -> impl Strategy<Value = FrameClock> {
+    prop_oneof![
+        (10.0f64..240.0).prop_map(FrameClock::Fps),
+        proptest::collection::vec(0i64..8000, 1..300).prop_map(|mut ms| {
+            ms.sort_unstable();
+            FrameClock::At(ms.into_iter().map(Nanos::from_millis).collect())
+        }),
+        (20.0f64..144.0, 0.0f64..0.3, 0i64..200, any::<u64>()).prop_map(
+            |(fps, chance, hitch, seed)| FrameClock::Hitches {
+                fps,
+                chance,
+                hitch: Nanos::from_millis(hitch),
+                seed,
+            }
+        ),
+    ]
 }
 
 struct Seen {
@@ -188,6 +207,30 @@ proptest! {
         )
         .unwrap();
         prop_assert_eq!(fast.summary(), with_frames.summary());
+    }
+
+    /// A sweep's frame plan (frame times and clock offsets computed once for many policies)
+    /// gives exactly the metrics of a replay that computes them itself, for every frame clock
+    /// and clock mapping, and when the plan is too short for the policy (it then falls back).
+    #[test]
+    fn planned_replay_equals_the_metrics_replay(
+        trace in arb_trace(),
+        (policy, _) in arb_policy(),
+        frames in arb_frames(),
+        clock in prop_oneof![
+            Just(ClockMapping::Estimated),
+            Just(ClockMapping::Hindsight),
+            (-100i64..100).prop_map(|ms| ClockMapping::Fixed(Nanos::from_millis(ms))),
+        ],
+        plan_delay in prop_oneof![Just(None), (0i64..3000).prop_map(Some)],
+    ) {
+        let prepared = Prepared::new(&Stream::new(&trace));
+        // The plan covers the policy's delay (or more), or a random delay that may be shorter.
+        let max_delay = plan_delay.map_or(policy.max_delay(), Nanos::from_millis);
+        let plan = FramePlan::new(&prepared, &frames, clock, max_delay).unwrap();
+        let planned = replay_planned(&prepared, &plan, &policy).unwrap();
+        let live = replay_metrics(&prepared, &policy, &frames, clock).unwrap();
+        prop_assert_eq!(planned.summary(), live.summary());
     }
 
     /// The same input gives the same output, frame for frame.
