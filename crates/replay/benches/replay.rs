@@ -6,7 +6,8 @@ use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
 use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
 use jitterlab_capture::{Nanos, RecordKind, Sample};
 use jitterlab_replay::{
-    ClockMapping, FrameClock, Policy, Prepared, Stream, replay_metrics, replay_prepared,
+    ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
+    replay_prepared,
 };
 
 fn trace(packets: u64) -> Vec<Sample> {
@@ -64,6 +65,30 @@ fn bench(c: &mut Criterion) {
             });
         });
     }
+    // The sweep's path: frame times and clock offsets planned once per stream, read by every
+    // configuration (the plan's cost is the `plan` row, paid once per trace).
+    let fixed: Policy = "fixed:delay=100ms".parse().unwrap();
+    let plan = FramePlan::new(
+        &prepared,
+        &frames,
+        ClockMapping::Estimated,
+        fixed.max_delay(),
+    )
+    .unwrap();
+    group.bench_function("planned/fixed:delay=100ms", |b| {
+        b.iter(|| replay_planned(&prepared, &plan, &fixed).unwrap());
+    });
+    group.bench_function("plan", |b| {
+        b.iter(|| {
+            FramePlan::new(
+                &prepared,
+                &frames,
+                ClockMapping::Estimated,
+                fixed.max_delay(),
+            )
+            .unwrap()
+        });
+    });
     // Preparing the stream (arrival order, clock offset, error reference): once per trace.
     group.bench_function("prepare", |b| b.iter(|| Prepared::new(&stream)));
     group.finish();

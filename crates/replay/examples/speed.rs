@@ -6,6 +6,7 @@ use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
 use jitterlab_capture::{Nanos, RecordKind};
 use jitterlab_replay::{
     ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
+    replay_planned_batch,
 };
 
 fn main() {
@@ -62,8 +63,16 @@ fn main() {
         for _ in 0..runs {
             let t = std::time::Instant::now();
             let plan = FramePlan::new(&prepared, &frames, clock, Nanos::from_millis(297)).unwrap();
-            for p in &policies {
-                replay_planned(&prepared, &plan, p).unwrap();
+            // BATCH=K replays K configurations side by side (as `jitterlab sweep` does).
+            let batch: usize = std::env::var("BATCH").map_or(1, |b| b.parse().unwrap());
+            if batch > 1 {
+                for chunk in policies.chunks(batch) {
+                    replay_planned_batch(&prepared, &plan, chunk).unwrap();
+                }
+            } else {
+                for p in &policies {
+                    replay_planned(&prepared, &plan, p).unwrap();
+                }
             }
             let s = t.elapsed().as_secs_f64();
             println!(

@@ -54,5 +54,5 @@ pub use policy::{
 };
 pub use run::{
     Frame, FrameClock, FramePlan, Prepared, Stream, TraceReplay, replay_metrics, replay_planned,
-    replay_prepared, replay_stream, replay_trace,
+    replay_planned_batch, replay_prepared, replay_stream, replay_trace,
 };

@@ -873,68 +873,186 @@ pub fn replay_planned(
     }
 }
 
+/// [`replay_planned`] of several policies in one pass over the stream (the sweep's path):
+/// the metrics of each, in order, exactly as [`replay_planned`] gives them. Policies that
+/// share jitterlab's snapshot engine (all but `mirror` and `ngo`) and whose delay the plan
+/// covers run side by side; the rest one at a time.
+///
+/// # Errors
+/// None at present beyond those of [`replay_metrics`].
+pub fn replay_planned_batch(
+    prepared: &Prepared<'_>,
+    plan: &FramePlan,
+    policies: &[Policy],
+) -> Result<Vec<Metrics>, Error> {
+    let mut out = vec![Metrics::default(); policies.len()];
+    if prepared.is_empty() {
+        return Ok(out);
+    }
+    let mut lanes = Vec::new();
+    let mut which = Vec::new();
+    for (i, policy) in policies.iter().enumerate() {
+        match (policy, plan.frames_for(policy.max_delay())) {
+            (Policy::Mirror(_) | Policy::Ngo(_), _) | (_, None) => {
+                out[i] = replay_planned(prepared, plan, policy)?;
+            }
+            (_, Some(frames)) => {
+                let engine = SnapshotEngine::new(policy);
+                lanes.push((Lane::new(prepared, policy, engine), frames));
+                which.push(i);
+            }
+        }
+    }
+    for (i, m) in which.into_iter().zip(run_lanes(prepared, plan, lanes)) {
+        out[i] = m;
+    }
+    Ok(out)
+}
+
 fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
     prepared: &Prepared<'_>,
     policy: &Policy,
-    mut engine: E,
+    engine: E,
     mut source: F,
     on_frame: &mut impl FnMut(&Frame<'_>),
 ) -> Metrics {
-    let samples = prepared.samples;
     let arrivals = &prepared.arrivals;
-    // The zero-error shortcut needs the factor computed from the same nanosecond expression as
-    // the reference's; Mirror computes its own in seconds.
-    let exact_alpha = !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_));
-    let mut metrics = Metrics::default();
-    let reference = &prepared.reference;
-    let mut cursor = 0usize;
-    metrics.reference = prepared.reference_kind;
-    let stream_id = samples[0].stream;
+    let mut lane = Lane::new(prepared, policy, engine);
     let mut next = 0usize;
-    let mut recent = Recent::new();
-    let mut prev_target: Option<Nanos> = None;
-    let mut started = false;
-    let mut zero_errors = 0u64;
     let mut value = Vec::new();
     while let Some(at) = source.next_frame() {
-        while let Some(&Arrival {
-            at: arrival,
-            packet,
-        }) = arrivals.get(next)
-            && arrival <= at
+        while let Some(arrival) = arrivals.get(next)
+            && arrival.at <= at
         {
-            let idx = packet.idx;
-            source.observe(packet.send, arrival);
-            let duplicate = engine.push(samples, packet, at);
-            metrics.packets += 1;
-            // A sample for a moment already displayed: how far off was what was shown then?
-            if !duplicate
-                && let Some(last) = prev_target
-                && packet.send < last
-                && let Some(d) = correction(samples, &recent, reference, idx)
-            {
-                metrics.correction.add(d);
-            }
+            source.observe(arrival.packet.send, arrival.at);
+            lane.packet(prepared, arrival.packet, at);
             next += 1;
         }
         let offset = source.offset(at);
-        let (applied, pick) = engine.frame(at, at + offset);
+        lane.frame::<FRAMES>(prepared, at, offset, &mut value, on_frame);
+    }
+    lane.finish(prepared)
+}
+
+/// Replays one prepared stream through several policies that share an engine type in one pass
+/// over the planned frames and the arrivals: each packet is offered to every lane in turn and
+/// each frame rendered by every lane that still renders. Lanes are independent, so each gets
+/// exactly what its own replay would; sharing the pass shares its loop and its hard-to-predict
+/// "how many packets arrived before this frame" branch.
+fn run_lanes<E: Playout>(
+    prepared: &Prepared<'_>,
+    plan: &FramePlan,
+    mut lanes: Vec<(Lane<'_, E>, usize)>,
+) -> Vec<Metrics> {
+    let arrivals = &prepared.arrivals;
+    let frames = lanes.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    let mut next = 0usize;
+    let mut value = Vec::new();
+    for (i, &(at, offset)) in plan.times[..frames].iter().enumerate() {
+        while let Some(arrival) = arrivals.get(next)
+            && arrival.at <= at
+        {
+            for (lane, n) in &mut lanes {
+                if i < *n {
+                    lane.packet(prepared, arrival.packet, at);
+                }
+            }
+            next += 1;
+        }
+        for (lane, n) in &mut lanes {
+            if i < *n {
+                lane.frame::<false>(prepared, at, offset, &mut value, &mut |_| {});
+            }
+        }
+    }
+    lanes
+        .into_iter()
+        .map(|(lane, _)| lane.finish(prepared))
+        .collect()
+}
+
+/// One replay's state in the replay loop: its engine and what it has measured so far.
+struct Lane<'p, E> {
+    engine: E,
+    metrics: Metrics,
+    recent: Recent,
+    /// Where the error reference was last read.
+    cursor: usize,
+    prev_target: Option<Nanos>,
+    started: bool,
+    /// Frames whose error is exactly 0, added to the histogram at the end.
+    zero_errors: u64,
+    /// The zero-error shortcut needs the factor computed from the same nanosecond expression
+    /// as the reference's; Mirror and NGO compute their own in seconds.
+    exact_alpha: bool,
+    stream_id: u32,
+    _prepared: std::marker::PhantomData<&'p ()>,
+}
+
+impl<E: Playout> Lane<'_, E> {
+    fn new(prepared: &Prepared<'_>, policy: &Policy, engine: E) -> Self {
+        let mut metrics = Metrics::default();
+        metrics.reference = prepared.reference_kind;
+        Self {
+            engine,
+            metrics,
+            recent: Recent::new(),
+            cursor: 0,
+            prev_target: None,
+            started: false,
+            zero_errors: 0,
+            exact_alpha: !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_)),
+            stream_id: prepared.samples[0].stream,
+            _prepared: std::marker::PhantomData,
+        }
+    }
+
+    /// A packet, processed in the frame at local time `at`.
+    #[inline(always)]
+    fn packet(&mut self, prepared: &Prepared<'_>, packet: Packet, at: Nanos) {
+        let samples = prepared.samples;
+        let duplicate = self.engine.push(samples, packet, at);
+        self.metrics.packets += 1;
+        // A sample for a moment already displayed: how far off was what was shown then?
+        if !duplicate
+            && let Some(last) = self.prev_target
+            && packet.send < last
+            && let Some(d) = correction(samples, &self.recent, &prepared.reference, packet.idx)
+        {
+            self.metrics.correction.add(d);
+        }
+    }
+
+    /// The frame at local time `at`, whose clock offset is `offset`.
+    #[inline(always)]
+    fn frame<const FRAMES: bool>(
+        &mut self,
+        prepared: &Prepared<'_>,
+        at: Nanos,
+        offset: Nanos,
+        value: &mut Vec<f64>,
+        on_frame: &mut impl FnMut(&Frame<'_>),
+    ) {
+        let samples = prepared.samples;
+        let reference = &prepared.reference;
+        let metrics = &mut self.metrics;
+        let (applied, pick) = self.engine.frame(at, at + offset);
         let target = applied.target;
         if !reference.channels.is_empty() {
-            recent.push(Shown {
+            self.recent.push(Shown {
                 target,
                 from: pick.from.unwrap_or(u32::MAX),
                 to: pick.to.unwrap_or(u32::MAX),
                 factor: pick.factor,
             });
         }
-        if prev_target.is_some_and(|p| target < p) {
+        if self.prev_target.is_some_and(|p| target < p) {
             metrics.backward_steps += 1;
         }
-        prev_target = Some(target);
-        let startup =
-            !started && (pick.mode == Mode::Empty || pick.hold == Some(HoldReason::BeforeOldest));
-        started |= !startup;
+        self.prev_target = Some(target);
+        let startup = !self.started
+            && (pick.mode == Mode::Empty || pick.hold == Some(HoldReason::BeforeOldest));
+        self.started |= !startup;
         let mut state = None;
         let error = if FRAMES {
             let alpha = pick.alpha();
@@ -966,7 +1084,7 @@ fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
                         state = a.state;
                     }
                 }
-                reference.error_at(&mut cursor, target, &value, None)
+                reference.error_at(&mut self.cursor, target, value, None)
             } else {
                 None
             }
@@ -977,25 +1095,28 @@ fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
                 // is exactly 0 (the frame-by-frame path computes it; a property test checks both
                 // agree bit for bit).
                 (Some(from), Some(to))
-                    if exact_alpha
+                    if self.exact_alpha
                         && pick.factor.below_one()
                         && prepared.ref_pos[from as usize] != u32::MAX
                         && prepared.ref_pos[to as usize] == prepared.ref_pos[from as usize] + 1 =>
                 {
-                    // Counted in bulk after the loop (interpolated frames are never startup
+                    // Counted in bulk at the end (interpolated frames are never startup
                     // frames, and adding zeros in any order leaves the sum as it is).
-                    zero_errors += 1;
+                    self.zero_errors += 1;
                     None
                 }
                 (Some(from), Some(to)) => reference.error_at(
-                    &mut cursor,
+                    &mut self.cursor,
                     target,
                     &samples[from as usize].values,
                     Some((&samples[to as usize].values, pick.alpha())),
                 ),
-                (Some(from), None) => {
-                    reference.error_at(&mut cursor, target, &samples[from as usize].values, None)
-                }
+                (Some(from), None) => reference.error_at(
+                    &mut self.cursor,
+                    target,
+                    &samples[from as usize].values,
+                    None,
+                ),
                 _ => None,
             }
         };
@@ -1003,7 +1124,7 @@ fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
         metrics.frame(pick.mode, pick.hold, startup);
         if !startup {
             metrics.timeline(applied.delay, applied.frozen, applied.scaled);
-            if let Some(newest) = engine.newest_send() {
+            if let Some(newest) = self.engine.newest_send() {
                 metrics.sample_age.add((at + offset - newest).as_nanos());
             }
             metrics.depth(pick.depth);
@@ -1016,34 +1137,37 @@ fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
                 metrics.error.add(e);
             }
         }
-        if !FRAMES {
-            continue;
+        if FRAMES {
+            on_frame(&Frame {
+                stream: self.stream_id,
+                at,
+                target,
+                mode: pick.mode,
+                hold: pick.hold,
+                alpha: pick.from.and(pick.to).map(|_| pick.alpha()),
+                from: pick.from,
+                to: pick.to,
+                value,
+                state,
+                shown: pick.shown,
+                delay: shown_delay,
+                depth: pick.depth,
+                ahead: self.engine.newest_send().map(|n| n - target),
+                buffer_delay: applied.delay,
+                frozen: applied.frozen,
+                error,
+                startup,
+            });
         }
-        on_frame(&Frame {
-            stream: stream_id,
-            at,
-            target,
-            mode: pick.mode,
-            hold: pick.hold,
-            alpha: pick.from.and(pick.to).map(|_| pick.alpha()),
-            from: pick.from,
-            to: pick.to,
-            value: &value,
-            state,
-            shown: pick.shown,
-            delay: shown_delay,
-            depth: pick.depth,
-            ahead: engine.newest_send().map(|n| n - target),
-            buffer_delay: applied.delay,
-            frozen: applied.frozen,
-            error,
-            startup,
-        });
     }
-    metrics.error.add_zeros(zero_errors);
-    metrics.counters = engine.counters();
-    metrics.pending = (arrivals.len() - next) as u64;
-    metrics
+
+    /// The metrics, once the frames are over.
+    fn finish(mut self, prepared: &Prepared<'_>) -> Metrics {
+        self.metrics.error.add_zeros(self.zero_errors);
+        self.metrics.counters = self.engine.counters();
+        self.metrics.pending = prepared.arrivals.len() as u64 - self.metrics.packets;
+        self.metrics
+    }
 }
 
 /// The result of replaying every stream of a trace.

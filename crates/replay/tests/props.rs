@@ -4,7 +4,7 @@
 use jitterlab_capture::{Nanos, Sample};
 use jitterlab_replay::{
     ClockMapping, FrameClock, FramePlan, HoldReason, Mode, Policy, Prepared, Stream,
-    replay_metrics, replay_planned, replay_stream,
+    replay_metrics, replay_planned, replay_planned_batch, replay_stream,
 };
 use proptest::prelude::*;
 
@@ -231,6 +231,27 @@ proptest! {
         let planned = replay_planned(&prepared, &plan, &policy).unwrap();
         let live = replay_metrics(&prepared, &policy, &frames, clock).unwrap();
         prop_assert_eq!(planned.summary(), live.summary());
+    }
+
+    /// Policies replayed side by side in one pass (the sweep's batches) get exactly what each
+    /// gets alone, whatever their mix of engines and delays.
+    #[test]
+    fn batched_replays_equal_single_ones(
+        trace in arb_trace(),
+        policies in proptest::collection::vec(arb_policy(), 1..6),
+        frames in arb_frames(),
+        plan_delay in 0i64..400,
+    ) {
+        let prepared = Prepared::new(&Stream::new(&trace));
+        let policies: Vec<Policy> = policies.into_iter().map(|(p, _)| p).collect();
+        // A plan that may not reach every policy's delay: those replay without it.
+        let plan = FramePlan::new(&prepared, &frames, ClockMapping::Estimated, Nanos::from_millis(plan_delay)).unwrap();
+        let batch = replay_planned_batch(&prepared, &plan, &policies).unwrap();
+        prop_assert_eq!(batch.len(), policies.len());
+        for (policy, m) in policies.iter().zip(&batch) {
+            let alone = replay_planned(&prepared, &plan, policy).unwrap();
+            prop_assert_eq!(m.summary(), alone.summary(), "{}", policy);
+        }
     }
 
     /// The same input gives the same output, frame for frame.
