@@ -222,6 +222,11 @@ pub struct Packet {
     pub cuts_before: bool,
     /// A despawn at this sample: never interpolate out of it (C14).
     pub cuts_after: bool,
+    /// Whether its tick had already arrived, when that is known from the arrival order (a
+    /// [`crate::Prepared`] stream knows it for every packet, for every policy alike): the
+    /// buffer's duplicate check then reads it instead of keeping its own window. `None`: the
+    /// buffer checks. Give it for every packet offered to a buffer or for none.
+    pub repeat: Option<bool>,
 }
 
 impl Packet {
@@ -234,6 +239,7 @@ impl Packet {
             idx,
             cuts_before: matches!(s.event, Some(Lifecycle::Spawn | Lifecycle::Teleport)),
             cuts_after: s.event == Some(Lifecycle::Despawn),
+            repeat: None,
         }
     }
 }
@@ -244,7 +250,7 @@ type Held = Packet;
 /// Remembers which ticks were received in a sliding window below the highest one, so that
 /// duplicates are found even after the original left the buffer, in O(1) memory.
 #[derive(Clone, Debug)]
-struct SeqWindow {
+pub(crate) struct SeqWindow {
     highest: Option<i64>,
     bits: Box<[u64; Self::WORDS]>,
 }
@@ -253,7 +259,7 @@ impl SeqWindow {
     const WORDS: usize = 64;
     const SPAN: i64 = (Self::WORDS * 64) as i64;
 
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             highest: None,
             bits: Box::new([0; Self::WORDS]),
@@ -268,7 +274,7 @@ impl SeqWindow {
     /// Records `seq`; returns false when it was already recorded (or is too old to tell,
     /// which only a packet thousands of ticks late can be).
     #[inline]
-    fn insert(&mut self, seq: i64) -> bool {
+    pub(crate) fn insert(&mut self, seq: i64) -> bool {
         if let Some(highest) = self.highest
             && highest.checked_add(1) == Some(seq)
         {
@@ -422,7 +428,7 @@ impl SnapshotBuffer {
     // `engine::SnapshotEngine`).
     #[inline(always)]
     pub fn offer(&mut self, s: Packet) -> Push {
-        if self.config.dedup && !self.seen.insert(s.seq) {
+        if self.config.dedup && s.repeat.unwrap_or_else(|| !self.seen.insert(s.seq)) {
             self.counters.duplicates += 1;
             return Push::Duplicate;
         }

@@ -508,11 +508,18 @@ impl<'a> Prepared<'a> {
         if samples.windows(2).any(|w| w[1].arrival < w[0].arrival) {
             order.sort_by_key(|&i| samples[i as usize].arrival);
         }
+        // Duplicates are a property of the arrival order, the same for every policy: found
+        // once here, with the window a buffer would keep.
+        let mut seen = crate::buffer::SeqWindow::new();
         let arrivals = order
             .iter()
-            .map(|&i| Arrival {
-                at: samples[i as usize].arrival,
-                packet: Packet::of(samples, i),
+            .map(|&i| {
+                let mut packet = Packet::of(samples, i);
+                packet.repeat = Some(!seen.insert(packet.seq));
+                Arrival {
+                    at: samples[i as usize].arrival,
+                    packet,
+                }
             })
             .collect();
         let truth = stream.truth;
