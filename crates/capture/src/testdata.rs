@@ -1,10 +1,10 @@
 //! Where tests find the team's shared data set (real captures and link traces, never copied
-//! into the project), and the packet framing the decoder fuzz targets and their regression
-//! tests share.
+//! into the project), the packet framing the decoder fuzz targets and their regression tests
+//! share, and the synthetic trace the replay benchmarks use.
 
 use std::path::PathBuf;
 
-use crate::decode::{Collector, Decoded, DecoderConfig};
+use crate::decode::{Collector, Decoded, DecoderConfig, DecoderKind, Sample, StreamDecoder};
 use crate::pcap::{CaptureSummary, header_for};
 use crate::{Nanos, Record};
 
@@ -53,4 +53,31 @@ pub fn shared_data() -> Option<PathBuf> {
         dir.display()
     );
     Some(dir)
+}
+
+/// The replay benchmarks' trace: `packets` snapshots sent at 60 Hz through the `wifi` profile
+/// with a walking motion (seed 1), the received ones decoded, in arrival order.
+///
+/// # Panics
+/// Never: the profile is built in, generation writes to memory only and its probes decode.
+pub fn snapshot_trace(packets: u64) -> Vec<Sample> {
+    use crate::synth::{Config, Motion, generate_into, profile};
+    let config = Config {
+        rate_hz: 60.0,
+        duration: Nanos::from_secs_f64(packets as f64 / 60.0),
+        seed: 1,
+        motion: Motion::Walk,
+        model: profile("wifi").expect("the wifi profile is built in"),
+        profile: None,
+    };
+    let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
+    let mut out = Vec::new();
+    generate_into(&config, |r| {
+        if r.kind() == crate::RecordKind::Received {
+            out.push(dec.decode(r).expect("synthetic probes decode"));
+        }
+        Ok(())
+    })
+    .expect("generating into memory does not fail");
+    out
 }

@@ -2,37 +2,14 @@
 //! sampled at 60 fps, per policy. Throughput is in packets per second, frame sampling included.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
-use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
-use jitterlab_capture::{Nanos, RecordKind, Sample};
+use jitterlab_capture::testdata::snapshot_trace;
 use jitterlab_replay::{
     ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
     replay_prepared,
 };
 
-fn trace(packets: u64) -> Vec<Sample> {
-    let config = Config {
-        rate_hz: 60.0,
-        duration: Nanos::from_secs_f64(packets as f64 / 60.0),
-        seed: 1,
-        motion: Motion::Walk,
-        model: profile("wifi").unwrap(),
-        profile: None,
-    };
-    let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
-    let mut out = Vec::new();
-    generate_into(&config, |r| {
-        if r.kind() == RecordKind::Received {
-            out.push(dec.decode(r).unwrap());
-        }
-        Ok(())
-    })
-    .unwrap();
-    out
-}
-
 fn bench(c: &mut Criterion) {
-    let samples = trace(1_000_000);
+    let samples = snapshot_trace(1_000_000);
     let stream = Stream::new(&samples);
     let prepared = Prepared::new(&stream);
     let frames = FrameClock::Fps(60.0);

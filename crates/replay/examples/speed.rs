@@ -1,9 +1,11 @@
-//! Times `replay_metrics` of one policy over a synthetic 60 Hz trace (for profilers).
-//! `cargo run --release -p jitterlab-replay --example speed -- [POLICY] [PACKETS] [RUNS]`
+//! Times `replay_metrics` of one policy over a synthetic 60 Hz trace, or with `grid` the sweep
+//! benchmark's 100 fixed delays on one thread (for profilers and side-by-side timing).
+//! `cargo run --release -p jitterlab-replay --example speed -- [POLICY|grid] [PACKETS] [RUNS]`
+//! Environment: `TRACE=FILE` (a trace's first stream with its ground truth instead),
+//! `CLOCK=estimate|hindsight|offset=MS`, `BATCH=K` (grid: K configurations side by side).
 
-use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
-use jitterlab_capture::synth::{Config, Motion, generate_into, profile};
-use jitterlab_capture::{Nanos, RecordKind};
+use jitterlab_capture::Nanos;
+use jitterlab_capture::testdata::snapshot_trace;
 use jitterlab_replay::{
     ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
     replay_planned_batch,
@@ -17,23 +19,7 @@ fn main() {
     };
     let packets: u64 = args.get(1).map_or(1_000_000, |s| s.parse().unwrap());
     let runs: u32 = args.get(2).map_or(5, |s| s.parse().unwrap());
-    let config = Config {
-        rate_hz: 60.0,
-        duration: Nanos::from_secs_f64(packets as f64 / 60.0),
-        seed: 1,
-        motion: Motion::Walk,
-        model: profile("wifi").unwrap(),
-        profile: None,
-    };
-    let mut dec = StreamDecoder::new(DecoderConfig::new(DecoderKind::Probe), vec![]);
-    let mut samples = Vec::new();
-    generate_into(&config, |r| {
-        if r.kind() == RecordKind::Received {
-            samples.push(dec.decode(r).unwrap());
-        }
-        Ok(())
-    })
-    .unwrap();
+    let mut samples = snapshot_trace(packets);
     // TRACE=FILE replays a trace file's first stream instead, with its ground truth.
     let mut truth = Vec::new();
     let mut channels = Vec::new();
