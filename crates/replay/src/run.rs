@@ -1211,8 +1211,8 @@ pub fn replay_trace(
                 info.payload_type.unwrap_or(0)
             )));
         }
-        let samples: Vec<Sample> = decoded.stream_samples(info.id).cloned().collect();
-        let truth: Vec<Sample> = decoded.stream_truth(info.id).cloned().collect();
+        // Borrowed, not copied, when the trace holds this stream only.
+        let (samples, truth) = (decoded.samples_of(info.id), decoded.truth_of(info.id));
         let input = Stream::new(&samples)
             .with_truth(&truth)
             .with_channels(&info.channels);

@@ -1,6 +1,6 @@
 //! Replaying one stream through several configurations, keeping per-frame logs for figures.
 
-use jitterlab_capture::decode::{Decoded, Sample};
+use jitterlab_capture::decode::Decoded;
 use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Stream, Summary, replay_stream};
 
 use rayon::prelude::*;
@@ -49,8 +49,7 @@ pub fn run_policies(
     frames: &FrameClock,
     clock: ClockMapping,
 ) -> Result<Vec<Run>, Error> {
-    let samples: Vec<Sample> = decoded.stream_samples(stream).cloned().collect();
-    let truth: Vec<Sample> = decoded.stream_truth(stream).cloned().collect();
+    let (samples, truth) = (decoded.samples_of(stream), decoded.truth_of(stream));
     let start = samples.iter().map(|s| s.arrival).min().unwrap_or_default();
     let channels = decoded
         .streams

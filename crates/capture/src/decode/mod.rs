@@ -9,6 +9,7 @@ pub mod layout;
 pub mod probe;
 pub mod rtp;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::Read;
@@ -366,6 +367,33 @@ impl Decoded {
     pub fn stream_truth(&self, stream: u32) -> impl Iterator<Item = &Sample> {
         self.truth.iter().filter(move |s| s.stream == stream)
     }
+
+    /// The received samples of one stream as a slice: all of them, borrowed, when the trace
+    /// holds no other stream (the usual case, and no copy of what may be gigabytes); else a
+    /// copy of that stream's, in arrival order.
+    pub fn samples_of(&self, stream: u32) -> Cow<'_, [Sample]> {
+        only_stream(&self.samples, stream)
+    }
+
+    /// The ground-truth samples of one stream as a slice, borrowed as [`Self::samples_of`].
+    pub fn truth_of(&self, stream: u32) -> Cow<'_, [Sample]> {
+        only_stream(&self.truth, stream)
+    }
+}
+
+/// `samples` when every one belongs to `stream`, else a copy of those that do.
+fn only_stream(samples: &[Sample], stream: u32) -> Cow<'_, [Sample]> {
+    if samples.iter().all(|s| s.stream == stream) {
+        Cow::Borrowed(samples)
+    } else {
+        Cow::Owned(
+            samples
+                .iter()
+                .filter(|s| s.stream == stream)
+                .cloned()
+                .collect(),
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -690,4 +718,30 @@ pub fn decode_trace<R: Read>(
     let mut out = collector.finish();
     out.trailing_bytes = reader.trailing_bytes();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_alone_is_lent_and_one_of_several_is_copied() {
+        let at = |ms| Nanos::from_millis(ms);
+        let mut decoded = Decoded {
+            samples: (0..4)
+                .map(|i| Sample::new(7, i, at(i), at(i + 1)))
+                .collect(),
+            ..Decoded::default()
+        };
+        let alone = decoded.samples_of(7);
+        assert!(matches!(alone, Cow::Borrowed(_)));
+        assert_eq!(alone.len(), 4);
+        assert!(matches!(decoded.truth_of(7), Cow::Borrowed(s) if s.is_empty()));
+        decoded.samples.insert(1, Sample::new(9, 0, at(0), at(1)));
+        let mine = decoded.samples_of(7);
+        assert!(matches!(mine, Cow::Owned(_)));
+        assert_eq!(mine.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(decoded.samples_of(9).len(), 1);
+        assert!(decoded.samples_of(3).is_empty());
+    }
 }

@@ -312,7 +312,7 @@ fn run_playout(
                 info.label()
             );
         }
-        let samples: Vec<_> = decoded.stream_samples(info.id).cloned().collect();
+        let samples = decoded.samples_of(info.id);
         let offset = clock.offset(&samples);
         let mut neteq = None;
         let events = match (delay, policy) {

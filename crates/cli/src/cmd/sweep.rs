@@ -1,5 +1,6 @@
 //! `jitterlab sweep`: many configurations over recorded traces, in parallel, as a table.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -71,8 +72,13 @@ pub(crate) struct Args {
 pub(crate) struct Loaded {
     pub(crate) name: String,
     pub(crate) decoded: Decoded,
-    streams: Vec<(Vec<Sample>, Vec<Sample>, Vec<String>)>,
+    /// Per stream: its channel names and, when the trace holds other streams too, a copy of
+    /// its samples and ground truth (a trace of one stream lends `decoded`'s own, uncopied).
+    streams: Vec<(Vec<String>, Option<SamplesAndTruth>)>,
 }
+
+/// One stream's received samples and ground truth.
+type SamplesAndTruth = (Vec<Sample>, Vec<Sample>);
 
 impl Loaded {
     /// Wraps a decoded trace; fails when it has no packets or an RTP clock rate is unknown.
@@ -90,11 +96,11 @@ impl Loaded {
                     info.payload_type.unwrap_or(0)
                 );
             }
-            streams.push((
-                decoded.stream_samples(info.id).cloned().collect(),
-                decoded.stream_truth(info.id).cloned().collect(),
-                info.channels.clone(),
-            ));
+            let copy = match (decoded.samples_of(info.id), decoded.truth_of(info.id)) {
+                (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
+                (samples, truth) => Some((samples.into_owned(), truth.into_owned())),
+            };
+            streams.push((info.channels.clone(), copy));
         }
         Ok(Self {
             name,
@@ -125,7 +131,14 @@ impl Loaded {
             streams: self
                 .streams
                 .iter()
-                .map(|(samples, truth, channels)| {
+                .map(|(channels, copy)| {
+                    let (samples, truth) = match copy {
+                        Some((samples, truth)) => (samples.as_slice(), truth.as_slice()),
+                        None => (
+                            self.decoded.samples.as_slice(),
+                            self.decoded.truth.as_slice(),
+                        ),
+                    };
                     Prepared::new(
                         &Stream::new(samples)
                             .with_truth(truth)
