@@ -440,14 +440,14 @@ impl SnapshotBuffer {
             self.counters.stale += 1;
             return Push::Stale;
         }
-        // Stable for equal send times: the newcomer goes after those already held. Arrivals
-        // are mostly the newest, so scan from the back.
         let items = self.items.slice();
         if !self.config.dedup && items.iter().any(|h| h.seq == s.seq && h.send == s.send) {
             // Without dedup an exact copy is still one sample; keep the first.
             self.counters.duplicates += 1;
             return Push::Duplicate;
         }
+        // Stable for equal send times: the newcomer goes after those already held. Arrivals
+        // are mostly the newest: an append, else a binary search.
         if items.last().is_none_or(|h| h.send <= s.send) {
             self.items.push(s);
         } else {

@@ -1,6 +1,6 @@
-//! The two kinds of playout engine behind one per-frame interface: jitterlab's snapshot
-//! buffer driven by a delay controller (fixed, jitter, quantile, source), and Mirror's own
-//! timeline (mirror).
+//! The playout engines behind one per-frame interface ([`Playout`]): jitterlab's snapshot
+//! buffer driven by a delay controller (fixed, jitter, quantile, source, neteq), Mirror's own
+//! timeline (mirror) and Netcode for GameObjects' interpolator (ngo).
 
 use jitterlab_capture::{Nanos, Sample};
 
@@ -66,7 +66,8 @@ impl SnapshotEngine {
 }
 
 // `inline(always)`: the replay loop has a copy per frame source, and with more than one
-// caller LLVM stops inlining these on its own, which costs a fifth of a replay's time.
+// caller LLVM stopped inlining these on its own (588 instead of 477 instructions per frame of
+// a fixed-delay replay, callgrind).
 impl Playout for SnapshotEngine {
     #[inline(always)]
     fn push(&mut self, samples: &[Sample], p: Packet, _at: Nanos) -> bool {

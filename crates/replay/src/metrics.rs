@@ -247,11 +247,6 @@ impl IntMoments {
         self.max = self.max.max(other.max);
     }
 
-    /// How many values.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
     /// The mean divided by `unit` (1e6 turns nanoseconds into milliseconds), or `None` when
     /// empty.
     pub fn mean_in(&self, unit: f64) -> Option<f64> {

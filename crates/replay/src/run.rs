@@ -481,8 +481,8 @@ struct Arrival {
     packet: Packet,
 }
 
-/// A stream with what every replay of it needs computed once: its arrival order, the
-/// minimum-transit clock offset and the error reference. Sweeps prepare a stream once and
+/// A stream with what every replay of it needs computed once: its arrival order (with the
+/// duplicates in it), the minimum-transit clock offset and the error reference. Sweeps prepare a stream once and
 /// replay it through many policies.
 #[derive(Clone, Debug)]
 pub struct Prepared<'a> {
@@ -949,7 +949,7 @@ fn run_engine<const FRAMES: bool, E: Playout, F: FrameSource>(
 fn run_lanes<E: Playout>(
     prepared: &Prepared<'_>,
     plan: &FramePlan,
-    mut lanes: Vec<(Lane<'_, E>, usize)>,
+    mut lanes: Vec<(Lane<E>, usize)>,
 ) -> Vec<Metrics> {
     let arrivals = &prepared.arrivals;
     let frames = lanes.iter().map(|&(_, n)| n).max().unwrap_or(0);
@@ -979,7 +979,7 @@ fn run_lanes<E: Playout>(
 }
 
 /// One replay's state in the replay loop: its engine and what it has measured so far.
-struct Lane<'p, E> {
+struct Lane<E> {
     engine: E,
     metrics: Metrics,
     recent: Recent,
@@ -993,10 +993,9 @@ struct Lane<'p, E> {
     /// as the reference's; Mirror and NGO compute their own in seconds.
     exact_alpha: bool,
     stream_id: u32,
-    _prepared: std::marker::PhantomData<&'p ()>,
 }
 
-impl<E: Playout> Lane<'_, E> {
+impl<E: Playout> Lane<E> {
     fn new(prepared: &Prepared<'_>, policy: &Policy, engine: E) -> Self {
         let mut metrics = Metrics::default();
         metrics.reference = prepared.reference_kind;
@@ -1010,7 +1009,6 @@ impl<E: Playout> Lane<'_, E> {
             zero_errors: 0,
             exact_alpha: !matches!(policy, Policy::Mirror(_) | Policy::Ngo(_)),
             stream_id: prepared.samples[0].stream,
-            _prepared: std::marker::PhantomData,
         }
     }
 

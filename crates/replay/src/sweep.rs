@@ -6,8 +6,8 @@
 //! one pass ([`replay_planned_batch`]), and each keeps only its [`Summary`] once it finishes,
 //! so memory does not grow with the number of configurations beyond one summary per row. A
 //! row's metrics are exactly what `jitterlab replay` prints for that policy (the same metrics
-//! as [`replay_metrics`] per stream, merged over the trace's streams; property tests check
-//! the plan and the batches against it).
+//! as [`replay_metrics`](crate::replay_metrics) per stream, merged over the trace's streams;
+//! property tests check the plan and the batches against it).
 //!
 //! [`Shard`] picks a deterministic, disjoint part of the pairs, so a sweep can be spread over
 //! machines and the parts concatenated.
@@ -21,7 +21,7 @@ use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
 use crate::policy::Policy;
-use crate::run::{FrameClock, FramePlan, Prepared, replay_metrics, replay_planned_batch};
+use crate::run::{FrameClock, FramePlan, Prepared, replay_planned_batch};
 
 /// One trace, prepared once: its streams.
 #[derive(Clone, Debug)]
@@ -100,23 +100,6 @@ pub struct Row {
     pub summary: Summary,
 }
 
-/// Replays one trace through one policy: the metrics `jitterlab replay` reports.
-///
-/// # Errors
-/// An invalid frame clock.
-pub fn replay_one(
-    trace: &SweepTrace<'_>,
-    policy: &Policy,
-    frames: &FrameClock,
-    clock: ClockMapping,
-) -> Result<Summary, Error> {
-    let mut total = Metrics::default();
-    for stream in &trace.streams {
-        total.merge(&replay_metrics(stream, policy, frames, clock)?);
-    }
-    Ok(total.summary())
-}
-
 /// Runs every (trace, configuration) pair in `shard` on the current rayon pool, calling
 /// `done` as each finishes (for progress), and returns the rows in trace-major,
 /// configuration-minor order.
@@ -139,31 +122,35 @@ pub fn run(
         .map(Policy::max_delay)
         .max()
         .unwrap_or_default();
-    let plans: Vec<Option<Vec<FramePlan>>> = (0..traces.len())
+    // Each trace's configurations in this shard.
+    let configs: Vec<Vec<usize>> = (0..traces.len())
+        .map(|t| {
+            (0..policies.len())
+                .filter(|&c| shard.contains(t * policies.len() + c))
+                .collect()
+        })
+        .collect();
+    let plans: Vec<Vec<FramePlan>> = (0..traces.len())
         .into_par_iter()
         .map(|t| {
-            let touched = (0..policies.len()).any(|c| shard.contains(t * policies.len() + c));
-            touched
-                .then(|| {
-                    traces[t]
-                        .streams
-                        .iter()
-                        .map(|s| FramePlan::new(s, frames, clock, max_delay))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .transpose()
+            if configs[t].is_empty() {
+                return Ok(Vec::new());
+            }
+            traces[t]
+                .streams
+                .iter()
+                .map(|s| FramePlan::new(s, frames, clock, max_delay))
+                .collect()
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, Error>>()?;
     // Work units: a trace and a few of its configurations, replayed side by side in one pass
     // (`replay_planned_batch`), in as many units as keep every thread busy to the end.
     let threads = rayon::current_num_threads().max(1);
-    let mut units: Vec<(usize, Vec<usize>)> = Vec::new();
-    for t in 0..traces.len() {
-        let configs: Vec<usize> = (0..policies.len())
-            .filter(|&c| shard.contains(t * policies.len() + c))
-            .collect();
-        units.extend(balanced_chunks(&configs, threads).map(|c| (t, c.to_vec())));
-    }
+    let units: Vec<(usize, Vec<usize>)> = configs
+        .iter()
+        .enumerate()
+        .flat_map(|(t, c)| balanced_chunks(c, threads).map(move |c| (t, c.to_vec())))
+        .collect();
     debug_assert_eq!(
         units.iter().map(|u| u.1.len()).sum::<usize>(),
         pairs_in(shard, traces.len(), policies.len())
@@ -171,10 +158,9 @@ pub fn run(
     let rows: Vec<Vec<Row>> = units
         .into_par_iter()
         .map(|(t, configs)| {
-            let plans = plans[t].as_deref().unwrap_or_default();
             let batch: Vec<Policy> = configs.iter().map(|&c| policies[c].clone()).collect();
             let mut totals = vec![Metrics::default(); batch.len()];
-            for (stream, plan) in traces[t].streams.iter().zip(plans) {
+            for (stream, plan) in traces[t].streams.iter().zip(&plans[t]) {
                 let metrics = replay_planned_batch(stream, plan, &batch)?;
                 for (total, m) in totals.iter_mut().zip(&metrics) {
                     total.merge(m);
@@ -197,20 +183,17 @@ pub fn run(
     Ok(rows.into_iter().flatten().collect())
 }
 
-/// The most configurations replayed side by side in one pass: measured on this project's
-/// 2-core machine, 8 lanes ran a fixed-delay grid about a quarter faster than one at a time
-/// (16 no faster again).
+/// The most configurations replayed side by side in one pass: on this project's 2-core
+/// machine, 8 lanes ran the 100-delay fixed grid on one thread at 29.5 and 27.7 M steps/s
+/// against 25.6 and 20.4 one at a time (medians of two sets of alternating runs); 16 were no
+/// faster.
 const MAX_LANES: usize = 8;
 
 /// `items` in chunks of at most [`MAX_LANES`], as many as a multiple of `threads` and of
 /// sizes that differ by at most one, so that threads finish together.
 fn balanced_chunks<T>(items: &[T], threads: usize) -> impl Iterator<Item = &[T]> {
     let n = items.len();
-    let parts = if n == 0 {
-        0
-    } else {
-        (threads * n.div_ceil(threads * MAX_LANES)).min(n)
-    };
+    let parts = (threads * n.div_ceil(threads * MAX_LANES)).min(n);
     let (base, extra) = (
         n.checked_div(parts).unwrap_or(0),
         n.checked_rem(parts).unwrap_or(0),
