@@ -33,6 +33,7 @@ pub mod output;
 pub mod pcap;
 pub mod sdp;
 pub mod sender;
+pub mod spec;
 pub mod stats;
 pub mod synth;
 pub mod testdata;
