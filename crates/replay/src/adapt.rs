@@ -1,13 +1,11 @@
-//! Adaptive delay: a controller proposes a target delay from what has arrived; the applier
-//! moves the playout delay toward it, at once or by time-scaling, and keeps the rendered
+//! Adaptive delay: a [`Controller`] (one per adaptive preset, in `policy/`) proposes a target
+//! delay from what has arrived; the applier moves the playout delay toward it, at once or by time-scaling, and keeps the rendered
 //! timeline from ever stepping backwards (C3, C18).
 
-use std::collections::VecDeque;
-
-use jitterlab_capture::stats::Jitter;
 use jitterlab_capture::{Nanos, Sample};
 
-use crate::policy::{Apply, JitterConfig, Policy, QuantileConfig};
+use crate::engine::Applied;
+use crate::policy::Apply;
 
 /// The send interval assumed before two samples have arrived (20 Hz, the seeds' typical rate).
 pub(crate) const DEFAULT_INTERVAL: Nanos = Nanos::from_millis(50);
@@ -24,7 +22,7 @@ pub(crate) struct IntervalEstimate {
 impl IntervalEstimate {
     const SAMPLES: usize = 31;
 
-    fn new(given: Option<Nanos>) -> Self {
+    pub(crate) fn new(given: Option<Nanos>) -> Self {
         Self {
             given,
             last: None,
@@ -33,7 +31,7 @@ impl IntervalEstimate {
         }
     }
 
-    fn observe(&mut self, s: &Sample) {
+    pub(crate) fn observe(&mut self, s: &Sample) {
         if self.given.is_some() || self.steps.len() >= Self::SAMPLES {
             return;
         }
@@ -51,176 +49,9 @@ impl IntervalEstimate {
         }
     }
 
-    fn get(&self) -> Nanos {
+    pub(crate) fn get(&self) -> Nanos {
         self.given.or(self.value).unwrap_or(DEFAULT_INTERVAL)
     }
-}
-
-fn clamp(d: Nanos, min: Option<Nanos>, max: Nanos, interval: Nanos) -> Nanos {
-    let lo = min.unwrap_or(interval).min(max);
-    d.max(lo).min(max)
-}
-
-/// Chooses the delay a policy wants, from the packets that have arrived.
-#[derive(Clone, Debug)]
-pub(crate) enum Controller {
-    Fixed(Nanos),
-    Jitter {
-        config: JitterConfig,
-        jitter: Jitter,
-        interval: IntervalEstimate,
-    },
-    NetEq {
-        history: crate::neteq::ArrivalHistory,
-        manager: crate::neteq::DelayManager,
-        interval: IntervalEstimate,
-        max: Nanos,
-    },
-    Quantile {
-        config: QuantileConfig,
-        interval: IntervalEstimate,
-        /// (arrival, transit) of the arrivals in the window, oldest first.
-        window: VecDeque<(Nanos, Nanos)>,
-        next_eval: Option<Nanos>,
-        target: Option<Nanos>,
-    },
-}
-
-impl Controller {
-    pub(crate) fn new(policy: &Policy) -> Self {
-        match policy {
-            Policy::Fixed(c) => Self::Fixed(c.delay),
-            Policy::Source(c) => Self::Fixed(c.lerp()),
-            Policy::Mirror(_) | Policy::Ngo(_) => Self::Fixed(Nanos::ZERO),
-            Policy::NetEq(c) => Self::NetEq {
-                history: crate::neteq::ArrivalHistory::new(c.window.as_nanos() / 1_000_000),
-                manager: crate::neteq::DelayManager::new(&c.delay),
-                interval: IntervalEstimate::new(None),
-                max: c.max,
-            },
-            Policy::Jitter(c) => Self::Jitter {
-                interval: IntervalEstimate::new(c.interval),
-                config: c.clone(),
-                jitter: Jitter::default(),
-            },
-            Policy::Quantile(c) => Self::Quantile {
-                interval: IntervalEstimate::new(c.interval),
-                config: c.clone(),
-                window: VecDeque::new(),
-                next_eval: None,
-                target: None,
-            },
-        }
-    }
-
-    /// A packet arrived (duplicates excluded).
-    pub(crate) fn on_arrival(&mut self, s: &Sample) {
-        match self {
-            Self::Fixed(_) => {}
-            Self::NetEq {
-                history,
-                manager,
-                interval,
-                ..
-            } => {
-                // NetEq works in whole milliseconds of media time and arrival time.
-                interval.observe(s);
-                let (rtp, now) = (
-                    s.send.as_nanos() / 1_000_000,
-                    s.arrival.as_nanos() / 1_000_000,
-                );
-                let length = interval.get().as_nanos() / 1_000_000;
-                if history.insert(rtp, length, now) {
-                    let reordered = !history.is_newest(rtp);
-                    let delay = history.delay_ms(rtp, now) as i32;
-                    manager.update(delay, reordered, now);
-                }
-            }
-            Self::Jitter {
-                jitter, interval, ..
-            } => {
-                // C16: J += (|D| − J)/16 over transit differences; clock offset cancels.
-                jitter.push(s.send, s.arrival, true);
-                interval.observe(s);
-            }
-            Self::Quantile {
-                config,
-                interval,
-                window,
-                ..
-            } => {
-                interval.observe(s);
-                window.push_back((s.arrival, s.arrival - s.send));
-                while window
-                    .front()
-                    .is_some_and(|&(a, _)| a < s.arrival - config.window)
-                {
-                    window.pop_front();
-                }
-            }
-        }
-    }
-
-    /// The delay wanted at local time `now`.
-    pub(crate) fn target(&mut self, now: Nanos) -> Nanos {
-        match self {
-            Self::Fixed(d) => *d,
-            Self::NetEq { manager, max, .. } => {
-                Nanos::from_millis(i64::from(manager.target_delay_ms())).min(*max)
-            }
-            Self::Jitter {
-                config,
-                jitter,
-                interval,
-            } => {
-                // C17: delay = a·interval + k·J, clamped (seed 003: 2·I + 3·J in [I, 300 ms]).
-                let i = interval.get();
-                let j = Nanos::from_millis_f64(jitter.current_ms());
-                let want =
-                    Nanos::from_secs_f64(config.a * i.as_secs_f64() + config.k * j.as_secs_f64());
-                clamp(want, config.min, config.max, i)
-            }
-            Self::Quantile {
-                config,
-                interval,
-                window,
-                next_eval,
-                target,
-            } => {
-                // C18: re-evaluated at a low rate, not per packet.
-                let due = next_eval.is_none_or(|t| now >= t);
-                if due && window.len() >= 2 {
-                    let floor = window.iter().map(|&(_, t)| t).min().unwrap_or_default();
-                    let mut v: Vec<i64> = window
-                        .iter()
-                        .map(|&(_, t)| (t - floor).as_nanos())
-                        .collect();
-                    v.sort_unstable();
-                    let rank = ((config.q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-                    let i = interval.get();
-                    *target = Some(clamp(i + Nanos(v[rank]), config.min, config.max, i));
-                    *next_eval = Some(now + config.every);
-                }
-                target.unwrap_or_else(|| {
-                    let i = interval.get();
-                    clamp(i + i, config.min, config.max, i)
-                })
-            }
-        }
-    }
-}
-
-/// What the applier did at one frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Applied {
-    /// The playout delay in force.
-    pub(crate) delay: Nanos,
-    /// The render target on the sender's clock.
-    pub(crate) target: Nanos,
-    /// The display stood still because the delay grew faster than time passed (jump mode).
-    pub(crate) frozen: bool,
-    /// Playback ran faster or slower than real time at this frame (stretch mode).
-    pub(crate) scaled: bool,
 }
 
 /// Moves the playout delay toward the wanted one and keeps the timeline monotone.
@@ -233,15 +64,7 @@ pub(crate) struct Applier {
 }
 
 impl Applier {
-    pub(crate) fn new(policy: &Policy) -> Self {
-        let apply = match policy {
-            Policy::Fixed(_) | Policy::Source(_) | Policy::Mirror(_) | Policy::Ngo(_) => {
-                Apply::Jump
-            }
-            Policy::Jitter(c) => c.apply,
-            Policy::Quantile(c) => c.apply,
-            Policy::NetEq(c) => c.apply,
-        };
+    pub(crate) fn new(apply: Apply) -> Self {
         Self {
             apply,
             delay: None,
@@ -286,6 +109,16 @@ impl Applier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Controller;
+    use crate::policy::{DelayModel, Policy};
+
+    /// The policy's controller and how it applies targets.
+    fn adaptive(policy: &Policy) -> (Box<dyn Controller>, Apply) {
+        match policy.delay_model() {
+            DelayModel::Adaptive { controller, apply } => (controller, apply),
+            _ => panic!("{policy} is not adaptive"),
+        }
+    }
 
     fn sample(seq: i64, send_ms: i64, arr_ms: i64) -> Sample {
         Sample::new(
@@ -300,7 +133,7 @@ mod tests {
     #[test]
     fn c17_jitter_policy_is_a_interval_plus_k_j() {
         let policy: Policy = "jitter".parse().unwrap();
-        let mut c = Controller::new(&policy);
+        let mut c = adaptive(&policy).0;
         assert_eq!(
             c.target(Nanos::ZERO),
             Nanos::from_millis(100),
@@ -331,7 +164,7 @@ mod tests {
         let policy: Policy = "quantile:q=0.9,every=500ms,window=10s,interval=50ms"
             .parse()
             .unwrap();
-        let mut c = Controller::new(&policy);
+        let mut c = adaptive(&policy).0;
         // Variation 0..=9 ms cycling: the 90 % quantile is 8 ms (10 values, rank 9).
         for i in 0..40 {
             c.on_arrival(&sample(i, i * 50, i * 50 + (i % 10)));
@@ -355,7 +188,7 @@ mod tests {
     #[test]
     fn c18_stretch_limits_the_rate_and_jump_never_steps_back() {
         let policy: Policy = "jitter:apply=stretch:max_rate=5%".parse().unwrap();
-        let mut a = Applier::new(&policy);
+        let mut a = Applier::new(adaptive(&policy).1);
         let frame = Nanos::from_millis(10);
         let mut prev = a.step(Nanos::ZERO, Nanos::ZERO, Nanos::from_millis(100));
         for k in 1..200 {
@@ -375,7 +208,7 @@ mod tests {
             assert!(!got.frozen);
             prev = got;
         }
-        let mut j = Applier::new(&"jitter:apply=jump".parse().unwrap());
+        let mut j = Applier::new(adaptive(&"jitter:apply=jump".parse().unwrap()).1);
         j.step(Nanos::ZERO, Nanos::ZERO, Nanos::from_millis(50));
         let grown = j.step(frame, frame, Nanos::from_millis(100));
         assert!(grown.frozen);

@@ -58,16 +58,16 @@ impl FromStr for ClockMapping {
         if text == "hindsight" {
             return Ok(Self::Hindsight);
         }
-        let value = text.strip_prefix("offset=").ok_or_else(|| {
-            Error::Invalid(format!(
-                "--clock '{text}': expected offset=MS, estimate or hindsight"
-            ))
-        })?;
+        let bad = |reason: String| Error::ClockMapping {
+            text: text.to_owned(),
+            reason,
+        };
+        let value = text
+            .strip_prefix("offset=")
+            .ok_or_else(|| bad("expected offset=MS, estimate or hindsight".to_owned()))?;
         let offset = match value.parse::<f64>() {
             Ok(ms) if ms.is_finite() => Nanos::from_millis_f64(ms),
-            _ => {
-                parse_duration(value).map_err(|e| Error::Invalid(format!("--clock offset: {e}")))?
-            }
+            _ => parse_duration(value).map_err(bad)?,
         };
         Ok(Self::Fixed(offset))
     }

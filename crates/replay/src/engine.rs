@@ -1,40 +1,38 @@
-//! The playout engines behind one per-frame interface ([`Playout`]): jitterlab's snapshot
-//! buffer driven by a delay controller (fixed, jitter, quantile, source, neteq), Mirror's own
-//! timeline (mirror) and Netcode for GameObjects' interpolator (ngo).
+//! The engines a replay runs, behind one per-frame interface ([`Engine`]): jitterlab's
+//! snapshot buffer driven by a delay model ([`SnapshotEngine`]), or an engine of a preset's own
+//! (Mirror's timeline, Netcode for GameObjects' interpolator, a user's buffer).
 
 use jitterlab_capture::{Nanos, Sample};
 
-use crate::adapt::{Applied, Applier, Controller};
-use crate::buffer::{Counters, HoldReason, Packet, Pick, Push, SnapshotBuffer};
-use crate::mirror::{Inserted, Mirror, Snap};
-use crate::policy::Policy;
+use crate::adapt::Applier;
+use crate::buffer::{Counters, Packet, Pick, Push, SnapshotBuffer};
+use crate::policy::{BufferConfig, DelayModel};
 
-pub(crate) struct SnapshotEngine {
-    buffer: SnapshotBuffer,
-    controller: Controller,
-    applier: Applier,
-    fixed_delay: Option<Nanos>,
+/// What an engine did with its timeline at one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The playout delay in force.
+    pub delay: Nanos,
+    /// The render target on the sender's clock.
+    pub target: Nanos,
+    /// The display stood still because the delay grew faster than time passed (jump mode).
+    pub frozen: bool,
+    /// Playback ran faster or slower than real time at this frame (stretch mode).
+    pub scaled: bool,
 }
 
-pub(crate) struct MirrorEngine {
-    mirror: Mirror,
-    last_at: Option<Nanos>,
-    counters: Counters,
-}
+/// Chooses the delay an adaptive policy wants, from the packets that have arrived.
+pub trait Controller: Send {
+    /// A packet arrived (duplicates excluded).
+    fn on_arrival(&mut self, s: &Sample);
 
-pub(crate) struct NgoEngine {
-    interp: crate::ngo::Interpolator,
-    delay: f64,
-    counters: Counters,
-}
-
-fn secs(t: Nanos) -> f64 {
-    t.as_secs_f64()
+    /// The delay wanted at local time `now`.
+    fn target(&mut self, now: Nanos) -> Nanos;
 }
 
 /// One playout engine, advanced frame by frame. The replay loop is generic over it, so each
 /// engine's per-packet and per-frame steps inline into the loop.
-pub(crate) trait Playout {
+pub trait Engine: Send {
     /// Offers packet `p` (sample `p.idx` of `samples`), processed in the frame at local time
     /// `at`; returns whether it was a duplicate.
     fn push(&mut self, samples: &[Sample], p: Packet, at: Nanos) -> bool;
@@ -50,17 +48,51 @@ pub(crate) trait Playout {
     fn newest_send(&self) -> Option<Nanos>;
 }
 
+impl Engine for Box<dyn Engine> {
+    #[inline]
+    fn push(&mut self, samples: &[Sample], p: Packet, at: Nanos) -> bool {
+        (**self).push(samples, p, at)
+    }
+
+    #[inline]
+    fn frame(&mut self, at: Nanos, now: Nanos) -> (Applied, Pick) {
+        (**self).frame(at, now)
+    }
+
+    fn counters(&self) -> Counters {
+        (**self).counters()
+    }
+
+    #[inline]
+    fn newest_send(&self) -> Option<Nanos> {
+        (**self).newest_send()
+    }
+}
+
+/// jitterlab's snapshot buffer (C4–C11) with a fixed delay or an adaptive controller.
+pub struct SnapshotEngine {
+    buffer: SnapshotBuffer,
+    /// The controller and how its targets are applied, for an adaptive delay.
+    adaptive: Option<(Box<dyn Controller>, Applier)>,
+    /// The delay, when fixed.
+    fixed_delay: Nanos,
+}
+
 impl SnapshotEngine {
-    pub(crate) fn new(policy: &Policy) -> Self {
+    /// A snapshot buffer configured by `buffer`, its delay chosen by `delay` (an
+    /// [`DelayModel::Own`] model is taken as a zero fixed delay).
+    pub fn new(buffer: BufferConfig, delay: DelayModel) -> Self {
+        let (adaptive, fixed_delay) = match delay {
+            DelayModel::Fixed(d) => (None, d),
+            DelayModel::Adaptive { controller, apply } => {
+                (Some((controller, Applier::new(apply))), Nanos::ZERO)
+            }
+            DelayModel::Own => (None, Nanos::ZERO),
+        };
         Self {
-            buffer: SnapshotBuffer::new(policy.buffer().cloned().unwrap_or_default()),
-            controller: Controller::new(policy),
-            applier: Applier::new(policy),
-            fixed_delay: match policy {
-                Policy::Fixed(c) => Some(c.delay),
-                Policy::Source(c) => Some(c.lerp()),
-                _ => None,
-            },
+            buffer: SnapshotBuffer::new(buffer),
+            adaptive,
+            fixed_delay,
         }
     }
 }
@@ -68,29 +100,29 @@ impl SnapshotEngine {
 // `inline(always)`: the replay loop has a copy per frame source, and with more than one
 // caller LLVM stopped inlining these on its own (588 instead of 477 instructions per frame of
 // a fixed-delay replay, callgrind).
-impl Playout for SnapshotEngine {
+impl Engine for SnapshotEngine {
     #[inline(always)]
     fn push(&mut self, samples: &[Sample], p: Packet, _at: Nanos) -> bool {
         let duplicate = self.buffer.offer(p) == Push::Duplicate;
         // A fixed delay has no controller to feed.
-        if !duplicate && self.fixed_delay.is_none() {
-            self.controller.on_arrival(&samples[p.idx as usize]);
+        if !duplicate && let Some((controller, _)) = &mut self.adaptive {
+            controller.on_arrival(&samples[p.idx as usize]);
         }
         duplicate
     }
 
     #[inline(always)]
     fn frame(&mut self, at: Nanos, now: Nanos) -> (Applied, Pick) {
-        let applied = match self.fixed_delay {
+        let applied = match &mut self.adaptive {
             // A fixed delay needs no controller: frame times never decrease, so neither does
             // the target.
-            Some(delay) => Applied {
-                delay,
-                target: now - delay,
+            None => Applied {
+                delay: self.fixed_delay,
+                target: now - self.fixed_delay,
                 frozen: false,
                 scaled: false,
             },
-            None => self.applier.step(at, now, self.controller.target(at)),
+            Some((controller, applier)) => applier.step(at, now, controller.target(at)),
         };
         (applied, self.buffer.sample(applied.target))
     }
@@ -102,154 +134,5 @@ impl Playout for SnapshotEngine {
     #[inline]
     fn newest_send(&self) -> Option<Nanos> {
         self.buffer.newest_send()
-    }
-}
-
-impl NgoEngine {
-    pub(crate) fn new(c: &crate::ngo::NgoConfig) -> Self {
-        Self {
-            interp: crate::ngo::Interpolator::default(),
-            delay: c.delay_secs(),
-            counters: Counters::default(),
-        }
-    }
-}
-
-impl Playout for NgoEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
-        let item = crate::ngo::Item {
-            idx: p.idx,
-            sent: secs(p.send),
-        };
-        match self.interp.add(item) {
-            crate::ngo::Added::Queued => self.counters.inserted += 1,
-            crate::ngo::Added::Dropped => self.counters.late += 1,
-        }
-        false
-    }
-
-    fn frame(&mut self, _at: Nanos, now: Nanos) -> (Applied, Pick) {
-        let e = self;
-        let server = secs(now);
-        let render = server - e.delay;
-        let target = Nanos::from_secs_f64(render);
-        let applied = Applied {
-            delay: now - target,
-            target,
-            frozen: false,
-            scaled: false,
-        };
-        let depth = e.interp.pending_after(render);
-        let pick = match e.interp.update(server, render) {
-            None => Pick::empty(depth),
-            Some((a, b, t)) if a.idx == b.idx || t >= 1.0 || t <= 0.0 => {
-                // Nothing to interpolate: the target reached (underrun) or not yet begun.
-                let (held, reason) = if t <= 0.0 && render < a.sent {
-                    (a, HoldReason::BeforeOldest)
-                } else {
-                    (b, HoldReason::AfterNewest)
-                };
-                Pick::held(held.idx, Nanos::from_secs_f64(held.sent), reason, depth)
-            }
-            Some((a, b, t)) => Pick::between(
-                a.idx,
-                b.idx,
-                t,
-                Nanos::from_secs_f64(a.sent + (b.sent - a.sent) * t),
-                depth,
-            ),
-        };
-        (applied, pick)
-    }
-
-    fn counters(&self) -> Counters {
-        self.counters
-    }
-
-    fn newest_send(&self) -> Option<Nanos> {
-        self.interp.newest().map(Nanos::from_secs_f64)
-    }
-}
-
-impl MirrorEngine {
-    pub(crate) fn new(c: &crate::mirror::MirrorConfig) -> Self {
-        Self {
-            mirror: Mirror::new(c.clone()),
-            last_at: None,
-            counters: Counters::default(),
-        }
-    }
-}
-
-impl Playout for MirrorEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, at: Nanos) -> bool {
-        // Mirror stamps a snapshot with the start of the frame that processes it.
-        let snap = Snap {
-            remote: secs(p.send),
-            local: secs(at),
-            idx: p.idx,
-        };
-        let c = &mut self.counters;
-        let inserted = self.mirror.on_snapshot(snap);
-        match inserted {
-            Inserted::Yes => c.inserted += 1,
-            Inserted::Overwrote => c.duplicates += 1,
-            Inserted::Refused => c.refused += 1,
-        }
-        inserted == Inserted::Overwrote
-    }
-
-    fn frame(&mut self, at: Nanos, now: Nanos) -> (Applied, Pick) {
-        let e = self;
-        let dt = e.last_at.map_or(0.0, |last| secs(at - last));
-        e.last_at = Some(at);
-        let step = e.mirror.step(dt);
-        let target = Nanos::from_secs_f64(e.mirror.timeline);
-        let applied = Applied {
-            delay: now - target,
-            target,
-            frozen: false,
-            scaled: e.mirror.timescale != 1.0,
-        };
-        let depth = e
-            .mirror
-            .buffer
-            .iter()
-            .filter(|s| s.remote >= e.mirror.timeline)
-            .count();
-        let pick = match step {
-            None => Pick::empty(depth),
-            Some((a, b, _)) if a.idx == b.idx => Pick::held(
-                a.idx,
-                Nanos::from_secs_f64(a.remote),
-                if e.mirror.timeline < a.remote {
-                    HoldReason::BeforeOldest
-                } else {
-                    HoldReason::AfterNewest
-                },
-                depth,
-            ),
-            Some((a, b, t)) => Pick::between(
-                a.idx,
-                b.idx,
-                t,
-                target
-                    .max(Nanos::from_secs_f64(a.remote))
-                    .min(Nanos::from_secs_f64(b.remote)),
-                depth,
-            ),
-        };
-        (applied, pick)
-    }
-
-    fn counters(&self) -> Counters {
-        self.counters
-    }
-
-    fn newest_send(&self) -> Option<Nanos> {
-        self.mirror
-            .buffer
-            .last()
-            .map(|s| Nanos::from_secs_f64(s.remote))
     }
 }

@@ -1,6 +1,7 @@
-//! The replay crate's error type.
+//! The replay crate's error type. Messages say what is wrong with the input and carry what is
+//! needed to fix it; none names a command-line flag (the CLI adds those as context).
 
-/// Invalid policies, frame clocks and inputs.
+/// Invalid policies, frame clocks, grids and inputs.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -14,7 +15,90 @@ pub enum Error {
         /// What is wrong and what is allowed.
         reason: String,
     },
-    /// Any other invalid input.
+    /// A frame rate that is not finite and positive, or above the limit.
+    #[error("frame rate {fps} fps is out of range (allowed: >0 to 10000)")]
+    FrameRate {
+        /// The rate given.
+        fps: f64,
+    },
+    /// Frame times that go backwards.
+    #[error("frame times must not decrease ({later_ms} ms comes after {earlier_ms} ms)")]
+    FrameTimesDecrease {
+        /// The earlier time, ms.
+        earlier_ms: f64,
+        /// The time after it that is smaller, ms.
+        later_ms: f64,
+    },
+    /// A hitch probability outside [0, 1).
+    #[error("hitch chance {chance} is out of range (allowed: 0 to below 1)")]
+    HitchChance {
+        /// The probability given.
+        chance: f64,
+    },
+    /// A negative hitch length.
+    #[error("hitch length must not be negative")]
+    HitchLength,
+    /// A clock mapping that does not parse.
+    #[error("clock mapping '{text}': {reason}")]
+    ClockMapping {
+        /// The text given.
+        text: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// An RTP stream whose clock rate is unknown, so it has no send times to replay.
+    #[error("{stream}: RTP clock rate for payload type {payload_type} is unknown")]
+    ClockRateUnknown {
+        /// The stream's label.
+        stream: String,
+        /// Its payload type.
+        payload_type: u8,
+    },
+    /// A trace with nothing to replay.
+    #[error("{trace}: the trace holds no decodable packets")]
+    NoPackets {
+        /// The trace's name.
+        trace: String,
+    },
+    /// A stream the trace does not have.
+    #[error("stream {stream}: {trace} has {count} stream(s)")]
+    NoSuchStream {
+        /// The stream asked for.
+        stream: u32,
+        /// The trace's name.
+        trace: String,
+        /// How many streams it has.
+        count: usize,
+    },
+    /// Discrete playout asked of a policy that only interpolates snapshots.
+    #[error(
+        "'{policy}' interpolates snapshots; discrete playout takes fixed or adaptive delays \
+         (fixed, source, jitter, quantile, neteq)"
+    )]
+    NotPlayout {
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// A sweep grid that does not parse or expands too far.
     #[error("{0}")]
-    Invalid(String),
+    Grid(String),
+    /// A grid that makes more configurations than allowed.
+    #[error(
+        "the grid makes {count} configurations, more than the limit of {limit} (narrow it, or \
+         raise the limit)"
+    )]
+    TooManyConfigs {
+        /// Configurations the grid makes.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A shard that does not parse.
+    #[error("shard '{text}': {reason}")]
+    Shard {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        reason: String,
+    },
 }

@@ -19,8 +19,10 @@
 //! # Ok::<(), jitterlab_replay::Error>(())
 //! ```
 
+use jitterlab_capture::decode::Decoded;
+
 use crate::Error;
-use crate::policy::Policy;
+use crate::policy::{Policy, Registry};
 
 /// The default limit on how many configurations one grid may expand to.
 pub const DEFAULT_MAX_CONFIGS: usize = 100_000;
@@ -51,7 +53,7 @@ pub struct Grid {
 }
 
 fn invalid(msg: impl Into<String>) -> Error {
-    Error::Invalid(msg.into())
+    Error::Grid(msg.into())
 }
 
 /// Splits `12.5ms` into (12.5, "ms"); a bare number has an empty unit.
@@ -241,10 +243,10 @@ impl Grid {
     pub fn expand(&self, max: usize) -> Result<Vec<Policy>, Error> {
         let n = self.count();
         if n > max {
-            return Err(invalid(format!(
-                "the grid makes {n} configurations, more than the limit of {max} \
-                 (narrow it, or raise --max-configs)"
-            )));
+            return Err(Error::TooManyConfigs {
+                count: n,
+                limit: max,
+            });
         }
         let mut out = Vec::with_capacity(n);
         for axes in &self.axes {
@@ -283,55 +285,56 @@ impl Grid {
 
 /// The grid `jitterlab tune` sweeps when given none, for traffic sent at `rate_hz` packets per
 /// second: the engine presets take it as their send / tick / update rate (a property of the
-/// game server, not something to tune), the other keys span sensible ranges.
+/// game server, not something to tune; [`crate::Preset::RATE_KEY`]), the other keys span
+/// sensible ranges.
 pub fn default_tune_grid_for(rate_hz: Option<u32>) -> Grid {
-    let mut grid = default_tune_grid();
-    if let Some(hz) = rate_hz.filter(|hz| *hz > 0) {
-        for axes in &mut grid.axes {
-            let key = match axes.policy.as_str() {
-                "mirror" => "send_rate",
-                "ngo" => "tick_rate",
-                "source" => "cl_updaterate",
-                _ => continue,
-            };
-            axes.keys.insert(0, (key.to_owned(), vec![hz.to_string()]));
+    tune_grid_of(Registry::builtin(), rate_hz)
+}
+
+/// The default tuning grid of every preset `registry` knows ([`crate::Preset::TUNE_AXES`]),
+/// with the rate keys pinned to `rate_hz` when given.
+pub fn tune_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Grid {
+    let mut grid = Grid::default();
+    // By name: the order the grid had when it was one TOML text, whose tables are read in
+    // alphabetical order (ties in `tune` go to grid order).
+    let mut presets = registry.tune_axes();
+    presets.sort_by_key(|&(name, _, _)| name);
+    for (name, rate_key, axes) in presets {
+        let text = format!("[{name}]\n{axes}");
+        // The built-in presets' axes are tested to parse; a user's preset whose axes do not
+        // is left out of the default grid rather than failing every tune.
+        let Ok(mut g) = Grid::from_toml(&text) else {
+            continue;
+        };
+        if let (Some(key), Some(hz)) = (rate_key, rate_hz.filter(|hz| *hz > 0)) {
+            for a in &mut g.axes {
+                a.keys.insert(0, (key.to_owned(), vec![hz.to_string()]));
+            }
         }
+        grid.axes.extend(g.axes);
     }
     grid
 }
 
 /// The grid `jitterlab tune` sweeps when given none: every policy around its defaults.
 pub fn default_tune_grid() -> Grid {
-    let text = r#"
-[fixed]
-delay = "0ms..300ms step 10ms"
-max_gap = ["120ms", "250ms"]
+    default_tune_grid_for(None)
+}
 
-[jitter]
-a = [1, 2, 3]
-k = [1, 2, 3, 4, 6]
-
-[quantile]
-q = [0.9, 0.95, 0.99, 0.999]
-window = ["2s", "10s"]
-
-[source]
-cl_interp = "0ms..200ms step 25ms"
-cl_interp_ratio = [1, 2]
-
-[mirror]
-buffer_multiplier = [1, 2, 3, 4]
-dynamic_adjustment = [true, false]
-
-[neteq]
-quantile = [0.9, 0.95, 0.99]
-
-[ngo]
-ticks_ago = [1, 2, 3, 4]
-"#;
-    // The text above is fixed and tested; a parse failure is a programming error caught by
-    // `default_grid_expands`.
-    Grid::from_toml(text).unwrap_or_default()
+/// The traffic's packet rate (the median over streams with more than one packet, rounded and
+/// kept within 1..=1000 Hz), for the engine presets' send rates.
+pub fn packet_rate<'a>(traces: impl IntoIterator<Item = &'a Decoded>) -> Option<u32> {
+    let mut rates: Vec<f64> = traces
+        .into_iter()
+        .flat_map(jitterlab_capture::stats::stream_stats)
+        .filter(|s| s.packets > 1)
+        .map(|s| (s.expected as f64 - 1.0) / s.duration().as_secs_f64().max(1e-9))
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates
+        .get(rates.len() / 2)
+        .map(|r| r.round().clamp(1.0, 1000.0) as u32)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub(crate) mod adapt;
 pub mod buffer;
 pub mod clock;
 pub mod decision;
-mod engine;
+pub mod engine;
 mod error;
 pub mod grid;
 pub mod metrics;
@@ -40,19 +40,24 @@ pub mod ngo;
 pub mod playout;
 pub mod policy;
 mod run;
+pub mod streams;
 pub mod sweep;
 pub mod tune;
 pub mod values;
 
 pub use buffer::{Factor, HoldReason, Mode, Packet, Pick, Push, SnapshotBuffer};
 pub use clock::ClockMapping;
+pub use engine::{Applied, Controller, Engine, SnapshotEngine};
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use policy::{
-    Apply, BufferConfig, FixedConfig, JitterConfig, MissPolicy, Policy, QuantileConfig,
+    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, JitterConfig,
+    MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig, Registry,
     SourceConfig,
 };
 pub use run::{
-    Frame, FrameClock, FramePlan, Prepared, Stream, TraceReplay, replay_metrics, replay_planned,
-    replay_planned_batch, replay_prepared, replay_stream, replay_trace,
+    Frame, FrameClock, FramePlan, Prepared, Stream, StreamPlayout, TracePlayout, TraceReplay,
+    playout_trace, replay_metrics, replay_planned, replay_planned_batch, replay_prepared,
+    replay_stream, replay_trace,
 };
+pub use streams::{StreamView, TraceStreams};

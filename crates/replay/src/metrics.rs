@@ -2,7 +2,7 @@
 //!
 //! Quantiles come from a [`LogHistogram`] whose memory does not grow with the trace.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::buffer::{Counters, HoldReason, Mode};
 
@@ -268,7 +268,7 @@ impl IntMoments {
 const NS_PER_MS: f64 = 1e6;
 
 /// Where the error reference came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Reference {
     /// The sender's ground truth, including samples the network lost.
@@ -473,7 +473,7 @@ impl Metrics {
 }
 
 /// Every metric of one replay, under the names `replay --json` and sweep tables use.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Frames after playback started.
     pub frames: u64,

@@ -138,18 +138,94 @@ mod tests {
     }
 }
 
-/// Plays one stream of frames with an adaptive policy, on a 10 ms-style tick.
+/// What one discrete playout gave: every slot's event, and what the policy's own decision
+/// logic counted, if it has one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayoutRun {
+    /// Each frame slot's event, in play order.
+    pub events: Vec<PlayoutEvent>,
+    /// The policy's own counters (NetEq's operations).
+    pub detail: Option<PlayoutDetail>,
+}
+
+impl PlayoutRun {
+    /// A run with no counters of the policy's own.
+    pub fn new(events: Vec<PlayoutEvent>) -> Self {
+        Self {
+            events,
+            detail: None,
+        }
+    }
+}
+
+/// Counters a policy's own playout logic keeps, reported beside the playout summary.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum PlayoutDetail {
+    /// NetEq's operations and rates.
+    NetEq(crate::decision::NetEqStats),
+}
+
+impl PlayoutDetail {
+    /// The key the detail goes under in JSON output (`"neteq"`).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::NetEq(_) => "neteq",
+        }
+    }
+
+    /// One line for a person.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::NetEq(n) => format!(
+                "neteq expand {:.2} %, accelerate {:.2} %, preemptive expand {:.2} % of output; \
+                 {} merges, {} buffer flushes, {} discarded; mean target {:.1} ms, mean wait {:.1} ms",
+                100.0 * n.expand_rate,
+                100.0 * n.accelerate_rate,
+                100.0 * n.preemptive_rate,
+                n.merge,
+                n.buffer_flushes,
+                n.discarded,
+                n.mean_target_ms,
+                n.mean_waiting_ms
+            ),
+        }
+    }
+}
+
+/// Plays one stream of frames with an adaptive policy (its controller and how it applies
+/// changes), on a 10 ms-style tick: see [`playout_controlled`].
+///
+/// # Panics
+/// `policy` has no adaptive delay model.
+pub fn playout_adaptive(
+    samples: &[Sample],
+    policy: &crate::Policy,
+    offset: Nanos,
+    tick: Nanos,
+) -> Vec<PlayoutEvent> {
+    match policy.delay_model() {
+        crate::policy::DelayModel::Adaptive { controller, apply } => {
+            playout_controlled(samples, controller, apply, offset, tick)
+        }
+        _ => panic!("playout_adaptive: {policy} has no adaptive delay"),
+    }
+}
+
+/// Plays one stream of frames with an adaptive delay, on a 10 ms-style tick.
 ///
 /// A playout position on the sender's clock advances by one `tick` per tick of local time,
-/// corrected toward the policy's target delay: under `stretch:max_rate=r` by at most `r·tick`
+/// corrected toward the controller's target delay: under `stretch:max_rate=r` by at most `r·tick`
 /// per tick (play-out compressed or stretched, the timeline continuous, C18), under `jump` at
 /// once forward and never backward (the position waits while the delay grows). Every frame
 /// whose send time the position passes is due at that tick: played if it has arrived,
 /// concealed otherwise (late if it arrives after, C22). Playback starts once the first frame has
 /// waited the initial target delay.
-pub fn playout_adaptive(
+pub fn playout_controlled(
     samples: &[Sample],
-    policy: &crate::Policy,
+    mut controller: Box<dyn crate::engine::Controller>,
+    apply: crate::policy::Apply,
     offset: Nanos,
     tick: Nanos,
 ) -> Vec<PlayoutEvent> {
@@ -161,15 +237,8 @@ pub fn playout_adaptive(
     let mut by_arrival: Vec<&Sample> = samples.iter().collect();
     by_arrival.sort_by_key(|s| s.arrival);
     let arrival_of = first_arrivals(samples);
-    let apply = match policy {
-        crate::Policy::Jitter(c) => c.apply,
-        crate::Policy::Quantile(c) => c.apply,
-        crate::Policy::NetEq(c) => c.apply,
-        _ => Apply::Jump,
-    };
-    let mut controller = crate::adapt::Controller::new(policy);
     let mut fed = 0usize;
-    let mut feed = |until: Nanos, controller: &mut crate::adapt::Controller| {
+    let mut feed = |until: Nanos, controller: &mut Box<dyn crate::engine::Controller>| {
         while fed < by_arrival.len() && by_arrival[fed].arrival <= until {
             controller.on_arrival(by_arrival[fed]);
             fed += 1;

@@ -63,10 +63,9 @@ impl FromStr for Shard {
 
     /// Parses `I/N` with `1 <= I <= N`.
     fn from_str(text: &str) -> Result<Self, Error> {
-        let bad = || {
-            Error::Invalid(format!(
-                "--shard '{text}': expected I/N with 1 <= I <= N, e.g. 2/3"
-            ))
+        let bad = || Error::Shard {
+            text: text.to_owned(),
+            reason: "expected I/N with 1 <= I <= N, e.g. 2/3".to_owned(),
         };
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let (i, n): (usize, usize) = (

@@ -20,6 +20,37 @@ pub enum Objective {
     Error,
 }
 
+impl std::str::FromStr for Objective {
+    type Err = String;
+
+    /// `delay` or `error`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "delay" => Ok(Self::Delay),
+            "error" => Ok(Self::Error),
+            other => Err(format!("'{other}': expected delay or error")),
+        }
+    }
+}
+
+impl Objective {
+    /// The name `tune --json` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Delay => "delay",
+            Self::Error => "error",
+        }
+    }
+
+    /// What is minimised, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Delay => "mean display delay",
+            Self::Error => "p99 error",
+        }
+    }
+}
+
 /// The limits a recommendation must meet on every trace.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Constraints {
@@ -38,6 +69,20 @@ impl Default for Constraints {
             max_p99_error: None,
             objective: Objective::Delay,
         }
+    }
+}
+
+impl Constraints {
+    /// The rule in one sentence, for reports: what is minimised under which limits.
+    pub fn rule(&self, configurations: usize) -> String {
+        format!(
+            "The lowest {} whose hold ratio stays at or below {:.2} %{} on every trace, out of \
+             {configurations} configurations.",
+            self.objective.describe(),
+            100.0 * self.max_hold_ratio,
+            self.max_p99_error
+                .map_or(String::new(), |e| format!(" and p99 error at or below {e}")),
+        )
     }
 }
 
@@ -78,6 +123,30 @@ pub struct Tuning {
     pub rejected: Vec<(String, String)>,
     /// Configurations on the delay / hold-ratio Pareto frontier, by increasing delay.
     pub frontier: Vec<usize>,
+}
+
+impl Tuning {
+    /// The verdict on configuration `config`, if it had rows.
+    pub fn candidate(&self, config: usize) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.config == config)
+    }
+
+    /// The configurations a report shows: the recommendation then the runners-up, or, when
+    /// nothing is feasible, the low-hold end of the frontier; at most `n`.
+    pub fn shown(&self, n: usize) -> Vec<usize> {
+        let chosen: Vec<usize> = self
+            .recommendation
+            .iter()
+            .chain(&self.runners_up)
+            .copied()
+            .take(n)
+            .collect();
+        if chosen.is_empty() {
+            self.frontier.iter().rev().take(n.min(3)).copied().collect()
+        } else {
+            chosen
+        }
+    }
 }
 
 fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {

@@ -97,9 +97,12 @@ fn c03_estimated_offset_cancels_the_clock_offset() {
 /// a fixed render delay, and extrapolation for at most cl_extrapolate_amount (0.25 s).
 #[test]
 fn source_preset_lerp_and_bounded_extrapolation() {
-    let lerp = |p: &str| match p.parse::<Policy>().unwrap() {
-        Policy::Source(c) => c.lerp(),
-        _ => unreachable!(),
+    let lerp = |p: &str| {
+        let policy = p.parse::<Policy>().unwrap();
+        policy
+            .config::<jitterlab_replay::SourceConfig>()
+            .unwrap()
+            .lerp()
     };
     assert_eq!(
         lerp("source"),

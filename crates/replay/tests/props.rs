@@ -182,7 +182,7 @@ proptest! {
     fn after_the_end_the_newest_is_held(trace in arb_trace(), (policy, _) in arb_policy()) {
         // Mirror's timeline can step back (its clamp) and its full buffer refuses the newest:
         // these guarantees are jitterlab's, not Mirror's.
-        prop_assume!(!matches!(policy, Policy::Mirror(_) | Policy::Ngo(_)));
+        prop_assume!(policy.on_snapshot_buffer());
         let (seen, m) = run(&trace, &policy);
         prop_assert!(seen.windows(2).all(|w| w[1].target >= w[0].target));
         prop_assert_eq!(m.backward_steps, 0);
@@ -258,7 +258,7 @@ proptest! {
     /// tick had already arrived (a naive oracle over the packets the replay offered).
     #[test]
     fn duplicates_are_the_ticks_already_received(trace in arb_trace(), (policy, _) in arb_policy()) {
-        prop_assume!(!matches!(policy, Policy::Mirror(_) | Policy::Ngo(_)));
+        prop_assume!(policy.on_snapshot_buffer());
         let (_, m) = run(&trace, &policy);
         let offered = &trace[..m.packets as usize];
         let oracle = offered

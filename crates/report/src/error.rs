@@ -10,6 +10,14 @@ pub enum Error {
     /// Building or writing a table failed.
     #[error("table: {0}")]
     Table(String),
+    /// A sweep's results file that cannot be read back.
+    #[error("{}: {reason}", path.display())]
+    Results {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A replay failed.
     #[error(transparent)]
     Replay(#[from] jitterlab_replay::Error),

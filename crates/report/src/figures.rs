@@ -446,9 +446,14 @@ pub fn error_figure(runs: &[Run]) -> Figure {
 }
 
 /// Sweep: every configuration's worst display delay against its worst hold ratio, one colour
-/// per policy, the Pareto frontier joined, the recommendation marked.
-pub fn pareto_figure(sweep: &SweepPoints, recommended: Option<usize>) -> Figure {
-    let names = jitterlab_replay::Policy::NAMES;
+/// per policy, the tune rule's Pareto frontier joined, its recommendation marked.
+pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
+    let mut names: Vec<&str> = jitterlab_replay::Policy::NAMES.to_vec();
+    for p in &sweep.points {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
     let mut series: Vec<Series> = Vec::new();
     for (k, name) in names.iter().enumerate() {
         let points: Vec<(f64, f64)> = sweep
@@ -469,21 +474,13 @@ pub fn pareto_figure(sweep: &SweepPoints, recommended: Option<usize>) -> Figure 
             });
         }
     }
-    let mut by_delay: Vec<(f64, f64)> = sweep
-        .points
+    let frontier: Vec<(f64, f64)> = sweep
+        .frontier
         .iter()
+        .filter_map(|&i| sweep.points.get(i))
         .filter_map(|p| Some((p.worst_delay?, 100.0 * p.worst_hold)))
         .filter(|(x, y)| x.is_finite() && y.is_finite())
         .collect();
-    by_delay.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut frontier = Vec::new();
-    let mut best = f64::INFINITY;
-    for (x, y) in by_delay {
-        if y < best {
-            best = y;
-            frontier.push((x, y));
-        }
-    }
     if frontier.len() > 1 {
         series.push(Series {
             label: "Pareto frontier".into(),
@@ -493,7 +490,7 @@ pub fn pareto_figure(sweep: &SweepPoints, recommended: Option<usize>) -> Figure 
         });
     }
     let mut note = None;
-    if let Some(p) = recommended.and_then(|i| sweep.points.get(i))
+    if let Some(p) = sweep.recommendation.and_then(|i| sweep.points.get(i))
         && let Some(d) = p.worst_delay
     {
         series.push(Series {
@@ -507,7 +504,7 @@ pub fn pareto_figure(sweep: &SweepPoints, recommended: Option<usize>) -> Figure 
             points: vec![(d, 100.0 * p.worst_hold)],
         });
     } else if !sweep.points.is_empty() {
-        note = Some("no configuration meets the hold-ratio limit".to_owned());
+        note = Some("no configuration meets the limits".to_owned());
     }
     Figure::new(
         format!(

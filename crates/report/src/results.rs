@@ -10,8 +10,9 @@
 use std::path::Path;
 
 use jitterlab_capture::output::AtomicFile;
-use jitterlab_replay::Policy;
 use jitterlab_replay::sweep::Row;
+use jitterlab_replay::tune::Tuning;
+use jitterlab_replay::{Policy, Summary};
 use polars::prelude::*;
 use serde_json::{Map, Value};
 
@@ -288,7 +289,7 @@ mod tests {
     }
 }
 
-/// One configuration of a sweep, judged by its worst trace.
+/// One configuration of a sweep, judged by its worst trace (as [`Tuning`] judged it).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepPoint {
     /// The exact policy string.
@@ -303,108 +304,108 @@ pub struct SweepPoint {
     pub params: Vec<(String, f64)>,
 }
 
-/// A sweep's configurations, ready for the Pareto figure and heat map.
+/// A sweep's configurations as the tune rule judged them, ready for the Pareto figure and the
+/// heat map: the figures draw the [`Tuning`], they do not judge again.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SweepPoints {
-    /// In the order first seen.
+    /// One per judged configuration, in grid order.
     pub points: Vec<SweepPoint>,
-    /// Rows read (pairs).
+    /// Rows behind them ((trace, configuration) pairs).
     pub rows: usize,
+    /// Indices into `points` on the delay / hold-ratio Pareto frontier, by increasing delay.
+    pub frontier: Vec<usize>,
+    /// Index into `points` of the recommendation.
+    pub recommendation: Option<usize>,
 }
 
 impl SweepPoints {
-    /// Groups rows (as JSON objects with the results table's columns) by policy.
-    pub fn from_objects(objects: &[Map<String, Value>]) -> Self {
-        let metric_names: Vec<String> =
-            match serde_json::to_value(jitterlab_replay::Summary::default()) {
-                Ok(Value::Object(m)) => m.keys().cloned().collect(),
-                _ => Vec::new(),
-            };
-        let meta = ["trace", "config", "policy", "policy_name"];
-        let mut out = Self {
-            points: Vec::new(),
-            rows: objects.len(),
-        };
-        for row in objects {
-            let Some(policy) = row.get("policy").and_then(Value::as_str) else {
-                continue;
-            };
-            let hold = row
-                .get("hold_ratio")
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::NAN);
-            let delay = row.get("mean_delay_ms").and_then(Value::as_f64);
-            match out.points.iter_mut().find(|p| p.policy == policy) {
-                Some(p) => {
-                    p.worst_hold = p.worst_hold.max(hold);
-                    p.worst_delay = match (p.worst_delay, delay) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        _ => None,
-                    };
-                }
-                None => out.points.push(SweepPoint {
-                    policy: policy.to_owned(),
-                    name: row.get("policy_name").and_then(Value::as_str).map_or_else(
-                        || policy.split(':').next().unwrap_or("").to_owned(),
-                        str::to_owned,
-                    ),
-                    worst_hold: hold,
-                    worst_delay: delay,
-                    params: row
-                        .iter()
-                        .filter(|(k, _)| !meta.contains(&k.as_str()) && !metric_names.contains(k))
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+    /// The points of `tuning`, made over `rows` rows of `policies`.
+    pub fn new(policies: &[Policy], tuning: &Tuning, rows: usize) -> Self {
+        let points: Vec<SweepPoint> = tuning
+            .candidates
+            .iter()
+            .map(|c| {
+                let policy = &policies[c.config];
+                SweepPoint {
+                    policy: policy.to_string(),
+                    name: policy.name().to_owned(),
+                    worst_hold: c.worst.hold_ratio,
+                    worst_delay: c.worst.mean_delay_ms,
+                    params: policy
+                        .params()
+                        .into_iter()
+                        .filter_map(|(k, v)| Some((k.to_owned(), numeric(&v)?)))
                         .collect(),
-                }),
-            }
-        }
-        out
-    }
-
-    /// From sweep rows in memory.
-    pub fn from_rows(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Self {
-        let cols = columns(trace_names, policies, rows);
-        let objects: Vec<Map<String, Value>> = (0..rows.len())
-            .map(|i| {
-                cols.iter()
-                    .map(|(n, v)| (n.clone(), v[i].clone()))
-                    .collect()
+                }
             })
             .collect();
-        Self::from_objects(&objects)
-    }
-
-    /// The lowest worst delay among configurations whose worst hold ratio is at most
-    /// `max_hold` (the tune rule).
-    pub fn recommendation(&self, max_hold: f64) -> Option<usize> {
-        self.points
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.worst_hold <= max_hold && p.worst_delay.is_some())
-            .min_by(|a, b| {
-                (a.1.worst_delay, a.1.worst_hold)
-                    .partial_cmp(&(b.1.worst_delay, b.1.worst_hold))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-            .map(|(i, _)| i)
+        let point_of = |config: usize| tuning.candidates.iter().position(|c| c.config == config);
+        Self {
+            points,
+            rows,
+            frontier: tuning
+                .frontier
+                .iter()
+                .filter_map(|&c| point_of(c))
+                .collect(),
+            recommendation: tuning.recommendation.and_then(point_of),
+        }
     }
 }
 
-/// Reads a results file written by `jitterlab sweep` (Parquet, CSV or JSON, by extension).
+/// A sweep's results read back: the traces by name, the configurations and the rows, typed
+/// exactly as `sweep` made them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SweepTable {
+    /// Trace names, in the order first seen.
+    pub traces: Vec<String>,
+    /// Configurations, by their `config` index.
+    pub policies: Vec<Policy>,
+    /// The rows, `trace` and `config` indexing the two lists above.
+    pub rows: Vec<Row>,
+}
+
+/// Turns one polars value into JSON: integers stay integers, so that counts read back as
+/// counts.
+fn json_value(v: AnyValue<'_>) -> Value {
+    match v {
+        AnyValue::String(s) => Value::from(s),
+        AnyValue::StringOwned(s) => Value::from(s.as_str()),
+        AnyValue::Boolean(b) => Value::from(b),
+        AnyValue::Null => Value::Null,
+        AnyValue::UInt8(x) => Value::from(x),
+        AnyValue::UInt16(x) => Value::from(x),
+        AnyValue::UInt32(x) => Value::from(x),
+        AnyValue::UInt64(x) => Value::from(x),
+        AnyValue::Int8(x) => Value::from(x),
+        AnyValue::Int16(x) => Value::from(x),
+        AnyValue::Int32(x) => Value::from(x),
+        AnyValue::Int64(x) => Value::from(x),
+        other => other.extract::<f64>().map_or(Value::Null, Value::from),
+    }
+}
+
+/// Reads a results file written by `jitterlab sweep` (Parquet, CSV or JSON, by extension) back
+/// into typed rows: each row's policy string parsed again, its metrics into a [`Summary`].
 ///
 /// # Errors
-/// Unreadable files, an unknown extension, a table without a `policy` column.
-pub fn read_results(path: &Path) -> Result<SweepPoints, Error> {
+/// Unreadable files, an unknown extension, a table without the `trace`, `config` or `policy`
+/// column, a policy that does not parse, a metric of the wrong type, or two policies under one
+/// `config` index.
+pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
+    let bad = |reason: String| Error::Results {
+        path: path.to_owned(),
+        reason,
+    };
     let objects: Vec<Map<String, Value>> = match ext.as_deref() {
         Some("json") => {
             let bytes = std::fs::read(path)?;
-            serde_json::from_slice(&bytes).map_err(|e| {
-                Error::Table(format!("{}: not a sweep JSON array: {e}", path.display()))
-            })?
+            serde_json::from_slice(&bytes)
+                .map_err(|e| bad(format!("not a sweep JSON array: {e}")))?
         }
         Some("parquet" | "csv") => {
             let file = std::fs::File::open(path)?;
@@ -421,15 +422,7 @@ pub fn read_results(path: &Path) -> Result<SweepPoints, Error> {
                     df.columns()
                         .iter()
                         .map(|c| {
-                            let v = match c.get(i) {
-                                Ok(AnyValue::String(s)) => Value::from(s),
-                                Ok(AnyValue::StringOwned(s)) => Value::from(s.as_str()),
-                                Ok(AnyValue::Boolean(b)) => Value::from(b),
-                                Ok(AnyValue::Null) | Err(_) => Value::Null,
-                                Ok(other) => {
-                                    other.extract::<f64>().map_or(Value::Null, Value::from)
-                                }
-                            };
+                            let v = c.get(i).map_or(Value::Null, json_value);
                             (c.name().to_string(), v)
                         })
                         .collect()
@@ -437,17 +430,68 @@ pub fn read_results(path: &Path) -> Result<SweepPoints, Error> {
                 .collect()
         }
         _ => {
-            return Err(Error::Table(format!(
-                "{}: a sweep's results are .parquet, .csv or .json",
-                path.display()
-            )));
+            return Err(bad(
+                "a sweep's results are .parquet, .csv or .json".to_owned()
+            ));
         }
     };
-    if objects.first().is_some_and(|o| !o.contains_key("policy")) {
-        return Err(Error::Table(format!(
-            "{}: no policy column; is this a jitterlab sweep's output?",
-            path.display()
-        )));
+    let mut table = SweepTable::default();
+    // By `config` index; a shard's rows may leave some indices out.
+    let mut policies: Vec<Option<Policy>> = Vec::new();
+    for (line, row) in objects.iter().enumerate() {
+        let text = |key: &str| -> Result<String, Error> {
+            match row.get(key) {
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(Value::Null) | None => Err(bad(format!(
+                    "row {}: no {key} column; is this a jitterlab sweep's output?",
+                    line + 1
+                ))),
+                Some(other) => Ok(other.to_string()),
+            }
+        };
+        let (trace_name, policy_text) = (text("trace")?, text("policy")?);
+        let config = row
+            .get("config")
+            .and_then(Value::as_u64)
+            .and_then(|c| usize::try_from(c).ok())
+            .ok_or_else(|| bad(format!("row {}: no config index", line + 1)))?;
+        let policy: Policy = policy_text
+            .parse()
+            .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
+        let trace = match table.traces.iter().position(|t| *t == trace_name) {
+            Some(t) => t,
+            None => {
+                table.traces.push(trace_name);
+                table.traces.len() - 1
+            }
+        };
+        if policies.len() <= config {
+            policies.resize(config + 1, None);
+        }
+        match &policies[config] {
+            Some(known) if *known != policy => {
+                return Err(bad(format!(
+                    "row {}: config {config} is {known} on another row, {policy} here",
+                    line + 1
+                )));
+            }
+            Some(_) => {}
+            None => policies[config] = Some(policy),
+        }
+        let summary: Summary = serde_json::from_value(Value::Object(row.clone()))
+            .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
+        table.rows.push(Row {
+            trace,
+            config,
+            summary,
+        });
     }
-    Ok(SweepPoints::from_objects(&objects))
+    // An index no row uses is never judged; any configuration holds its place.
+    let filler = policies.iter().flatten().next().cloned();
+    table.policies = policies
+        .into_iter()
+        .map(|p| p.or_else(|| filler.clone()))
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default();
+    Ok(table)
 }

@@ -77,7 +77,7 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
         stream,
         runs,
         sweep,
-        recommendation,
+        recommendation: _,
     } = *input;
     type Make<'a> = Box<dyn Fn() -> Figure + Send + Sync + 'a>;
     let mut makers: Vec<(&'static str, &'static str, Make<'_>)> = vec![
@@ -109,11 +109,10 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
         ),
     ];
     if let Some(sweep) = sweep {
-        let rec = recommendation.and_then(|(p, _)| sweep.points.iter().position(|q| q.policy == p));
         makers.push((
             "pareto.png",
             "Sweep: delay against holds",
-            Box::new(move || pareto_figure(sweep, rec)),
+            Box::new(move || pareto_figure(sweep)),
         ));
         makers.push((
             "heatmap.png",

@@ -13,10 +13,6 @@ use jitterlab_replay::{ClockMapping, FrameClock, Policy};
 use jitterlab_report::table::{rounded, summary_frame, to_text};
 use jitterlab_report::{run_policies, write_report};
 
-/// The embedded trace: `jitterlab_capture::synth::Config::demo()`, committed as a fixture.
-pub(crate) const DEMO_TRACE: &[u8] =
-    include_bytes!("../../../../fixtures/traces/demo-wifi-20hz.jtr");
-
 /// Arguments of `jitterlab demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -30,8 +26,8 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
-    let decoded =
-        decode_trace(Reader::new(DEMO_TRACE)?, None).context("the embedded demo trace")?;
+    let decoded = decode_trace(Reader::new(crate::sweeping::DEMO_TRACE)?, None)
+        .context("the embedded demo trace")?;
     let stats = stream_stats(&decoded);
     let mut out = io::stdout().lock();
     if let Some(s) = stats.first() {
@@ -63,7 +59,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                     ..BufferConfig::default()
                 },
             };
-            (format!("fixed {ms} ms"), Policy::Fixed(config))
+            (format!("fixed {ms} ms"), Policy::from(config))
         })
         .collect();
     let runs = run_policies(

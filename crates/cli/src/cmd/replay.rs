@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::Nanos;
 use jitterlab_capture::output::AtomicFile;
-use jitterlab_replay::{ClockMapping, Frame, FrameClock, Policy, Summary, replay_trace};
+use jitterlab_replay::{
+    ClockMapping, Frame, FrameClock, Policy, Summary, playout_trace, replay_trace,
+};
 use serde_json::{Value, json};
 
 use crate::input::{DecodeArgs, load};
@@ -270,64 +272,20 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// `--playout`: discrete frames at send time + delay (C21–C24).
+/// `--playout`: discrete frames at send time + delay (C21–C24), played as the policy plays them.
 fn run_playout(
     args: &Args,
     policy: &Policy,
     clock: ClockMapping,
     decoded: &jitterlab_capture::Decoded,
 ) -> Result<()> {
-    use jitterlab_replay::decision::playout_neteq;
-    use jitterlab_replay::playout::{
-        PlayoutEvent, PlayoutSummary, playout_adaptive, playout_fixed, summarize,
-    };
-    let delay = match policy {
-        Policy::Fixed(c) => Some(c.delay),
-        Policy::Source(c) => Some(c.lerp()),
-        Policy::Jitter(_) | Policy::Quantile(_) | Policy::NetEq(_) => None,
-        other => bail!(
-            "--playout plays discrete frames with fixed or adaptive delays (fixed, source, jitter, \
-             quantile, neteq); '{}' interpolates snapshots",
-            other.name()
-        ),
-    };
-    let mut timeline = match &args.timeline {
-        Some(path) => {
-            let mut f = AtomicFile::create(path, args.force)?;
-            f.write_all(b"stream,seq,play_ms,event\n")?;
-            Some(f)
-        }
-        None => None,
-    };
-    let mut total = PlayoutSummary::default();
-    let mut streams = Vec::new();
-    let mut neteq_lines = Vec::new();
-    for info in &decoded.streams {
-        if args.stream.is_some_and(|id| id != info.id) {
-            continue;
-        }
-        if !info.has_send_times() {
-            bail!(
-                "{}: RTP clock rate unknown; pass --clock-rate PT=HZ",
-                info.label()
-            );
-        }
-        let samples = decoded.samples_of(info.id);
-        let offset = clock.offset(&samples);
-        let mut neteq = None;
-        let events = match (delay, policy) {
-            (Some(d), _) => playout_fixed(&samples, d, offset),
-            // NetEq's own decisions: accelerate, preemptive expand, expand, merge.
-            (None, Policy::NetEq(c)) => {
-                let run = playout_neteq(&samples, c);
-                neteq = Some(run.stats);
-                run.events
-            }
-            // A 10 ms tick, as NetEq's.
-            (None, _) => playout_adaptive(&samples, policy, offset, Nanos::from_millis(10)),
-        };
-        if let Some(f) = timeline.as_mut() {
-            for e in &events {
+    use jitterlab_replay::playout::PlayoutEvent;
+    let played = playout_trace(decoded, args.stream, policy, clock)?;
+    if let Some(path) = &args.timeline {
+        let mut f = AtomicFile::create(path, args.force)?;
+        f.write_all(b"stream,seq,play_ms,event\n")?;
+        for s in &played.streams {
+            for e in &s.run.events {
                 let (seq, at, what) = match *e {
                     PlayoutEvent::Played { seq, at } => (seq, at, "played"),
                     PlayoutEvent::Concealed {
@@ -337,35 +295,29 @@ fn run_playout(
                     } => (seq, at, "late"),
                     PlayoutEvent::Concealed { seq, at, .. } => (seq, at, "lost"),
                 };
-                writeln!(f, "{},{seq},{},{what}", info.id, ms(at))?;
+                writeln!(f, "{},{seq},{},{what}", s.stream, ms(at))?;
             }
         }
-        let s = summarize(&events);
-        total.merge(&s);
-        if let Some(n) = &neteq {
-            neteq_lines.push(format!(
-                "stream {}: neteq expand {:.2} %, accelerate {:.2} %, preemptive expand {:.2} % of output; \
-                 {} merges, {} buffer flushes, {} discarded; mean target {:.1} ms, mean wait {:.1} ms",
-                info.id,
-                100.0 * n.expand_rate,
-                100.0 * n.accelerate_rate,
-                100.0 * n.preemptive_rate,
-                n.merge,
-                n.buffer_flushes,
-                n.discarded,
-                n.mean_target_ms,
-                n.mean_waiting_ms
-            ));
-        }
-        streams.push(json!({"stream": info.id, "metrics": s, "neteq": neteq}));
-    }
-    if let Some(f) = timeline {
         let path = f.path().display().to_string();
         f.commit().with_context(|| format!("cannot write {path}"))?;
         eprintln!("wrote the timeline to {path}");
     }
+    let total = played.total;
     let mut out = io::stdout().lock();
     if args.json {
+        let streams: Vec<Value> = played
+            .streams
+            .iter()
+            .map(|s| {
+                let mut v = json!({"stream": s.stream, "metrics": s.summary});
+                // Every stream says what the policy's own logic counted (null when nothing).
+                v["neteq"] = Value::Null;
+                if let Some(d) = &s.run.detail {
+                    v[d.key()] = serde_json::to_value(d).unwrap_or(Value::Null);
+                }
+                v
+            })
+            .collect();
         let doc = json!({"mode": "playout", "policy": policy.to_string(), "metrics": total, "streams": streams});
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
@@ -382,8 +334,10 @@ fn run_playout(
             total.late,
             total.max_consecutive_concealed
         )?;
-        for line in &neteq_lines {
-            writeln!(out, "{line}")?;
+        for s in &played.streams {
+            if let Some(d) = &s.run.detail {
+                writeln!(out, "stream {}: {}", s.stream, d.describe())?;
+            }
         }
     }
     Ok(())

@@ -2,15 +2,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
-use jitterlab_replay::grid::default_tune_grid_for;
+use anyhow::{Context, Result};
+use jitterlab_replay::grid::{default_tune_grid_for, packet_rate};
 use jitterlab_replay::sweep::Shard;
-use jitterlab_replay::tune::{Constraints, tune};
-use jitterlab_replay::{ClockMapping, FrameClock, Policy};
-use jitterlab_report::results::{SweepPoints, read_results};
+use jitterlab_replay::tune::tune;
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams, streams};
+use jitterlab_report::results::{SweepPoints, SweepTable, read_results};
 use jitterlab_report::{ReportInput, run_policies, write_full_report};
 
-use crate::cmd::sweep::{Loaded, SweepOptions, execute};
+use crate::sweeping::{SweepOptions, TuneLimits, execute};
 
 /// Arguments of `jitterlab report`.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "POLICY")]
     policy: Vec<String>,
     /// A sweep's results (.parquet, .csv or .json from `jitterlab sweep`) for the Pareto figure,
-    /// the heat map and the recommendation.
+    /// the heat map and the recommendation (judged by the same rule and flags as `tune`).
     #[arg(long = "sweep", value_name = "FILE")]
     sweep_results: Option<PathBuf>,
     /// The directory to write (created if needed; unrelated files are left alone).
@@ -31,9 +31,9 @@ pub(crate) struct Args {
     /// The stream the figures show (by its index in `jitterlab info`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     stream: u32,
-    /// The largest acceptable hold ratio for the recommendation, e.g. 1%.
-    #[arg(long, value_name = "RATIO", default_value = "1%")]
-    max_hold_ratio: String,
+    /// The tune rule's limits and objective for the recommendation, as for `tune`.
+    #[command(flatten)]
+    limits: TuneLimits,
     /// Render frames at this rate.
     #[arg(long, default_value_t = 60.0)]
     fps: f64,
@@ -51,7 +51,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let max_hold = crate::input::parse_ratio("--max-hold-ratio", &args.max_hold_ratio)?;
+    let constraints = args.limits.constraints()?;
     let options = SweepOptions {
         grid: Vec::new(),
         sweeps: Vec::new(),
@@ -71,12 +71,20 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let sweep_file = args
         .sweep_results
         .as_deref()
-        .map(|p| read_results(p).with_context(|| p.display().to_string()))
-        .transpose()?;
+        .map(read_results)
+        .transpose()
+        .context("--sweep")?;
     let decoded = crate::input::load(&args.trace, &options.decode)?;
+    let title = format!("jitterlab report: {}", args.trace.display());
     if decoded.samples.is_empty() {
         // Nothing to replay: the figures say "no data" rather than the command failing.
-        let title = format!("jitterlab report: {}", args.trace.display());
+        let points = sweep_file.as_ref().map(|t| {
+            SweepPoints::new(
+                &t.policies,
+                &tune(&t.rows, &t.policies, &constraints),
+                t.rows.len(),
+            )
+        });
         let written = write_full_report(
             &args.output,
             &ReportInput {
@@ -84,7 +92,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 decoded: &decoded,
                 stream: args.stream,
                 runs: &[],
-                sweep: sweep_file.as_ref(),
+                sweep: points.as_ref(),
                 recommendation: None,
             },
         )?;
@@ -99,93 +107,50 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         );
         return Ok(());
     }
-    let loaded = Loaded::new(args.trace.display().to_string(), decoded)?;
-    if !loaded.decoded.streams.iter().any(|s| s.id == args.stream) {
-        bail!(
-            "--stream {}: {} has {} stream(s)",
-            args.stream,
-            args.trace.display(),
-            loaded.decoded.streams.len()
-        );
-    }
-    let rule = format!(
-        "The lowest mean display delay whose hold ratio stays at or below {:.2} % on every trace.",
-        100.0 * max_hold
-    );
-    // The sweep to show: the given results, or tune's default grid over this trace.
-    let (sweep, recommended, mut chosen): (SweepPoints, Option<String>, Vec<String>) =
-        match sweep_file {
-            Some(points) => {
-                let rec = points
-                    .recommendation(max_hold)
-                    .map(|i| points.points[i].policy.clone());
-                let mut chosen: Vec<String> = rec.iter().cloned().collect();
-                for name in Policy::NAMES {
-                    let best = points
-                        .points
-                        .iter()
-                        .filter(|p| {
-                            p.name == *name && p.worst_hold <= max_hold && p.worst_delay.is_some()
-                        })
-                        .min_by(|a, b| {
-                            a.worst_delay
-                                .partial_cmp(&b.worst_delay)
-                                .unwrap_or(std::cmp::Ordering::Equal)
-                        });
-                    if let Some(b) = best
-                        && !chosen.contains(&b.policy)
-                    {
-                        chosen.push(b.policy.clone());
-                    }
-                }
-                (points, rec, chosen)
+    let loaded = TraceStreams::new(args.trace.display().to_string(), decoded)?;
+    streams::require_stream(&loaded.decoded, &loaded.name, args.stream)
+        .with_context(|| format!("--stream {}", args.stream))?;
+    // The sweep to show: the given results, or tune's default grid over this trace; judged
+    // by the one tune rule either way.
+    let table = match sweep_file {
+        Some(table) => table,
+        None => {
+            let grid = default_tune_grid_for(packet_rate([&loaded.decoded]));
+            let policies = grid.expand(options.max_configs)?;
+            let traces = [loaded.prepare()];
+            let rows = execute(&traces, &policies, &options, Shard::ALL)?;
+            SweepTable {
+                traces: vec![loaded.name.clone()],
+                policies,
+                rows,
             }
-            None => {
-                let grid = default_tune_grid_for(crate::cmd::tune::send_rate(
-                    std::slice::from_ref(&loaded),
-                ));
-                let policies = grid.expand(options.max_configs)?;
-                let traces = [loaded.prepare()];
-                let rows = execute(&traces, &policies, &options, Shard::ALL)?;
-                let t = tune(
-                    &rows,
-                    &policies,
-                    &Constraints {
-                        max_hold_ratio: max_hold,
-                        ..Constraints::default()
-                    },
-                );
-                let names = vec![loaded.name.clone()];
-                let chosen = t
-                    .recommendation
-                    .iter()
-                    .chain(&t.runners_up)
-                    .map(|&c| policies[c].to_string())
-                    .collect();
-                (
-                    SweepPoints::from_rows(&names, &policies, &rows),
-                    t.recommendation.map(|c| policies[c].to_string()),
-                    chosen,
-                )
-            }
-        };
+        }
+    };
+    let tuning = tune(&table.rows, &table.policies, &constraints);
+    let rule = constraints.rule(table.policies.len());
+    let recommended = tuning.recommendation.map(|c| table.policies[c].clone());
+    let mut chosen: Vec<Policy> = tuning
+        .recommendation
+        .iter()
+        .chain(&tuning.runners_up)
+        .map(|&c| table.policies[c].clone())
+        .collect();
     if !explicit.is_empty() {
-        chosen = explicit.iter().map(Policy::to_string).collect();
+        chosen = explicit;
     }
     chosen.truncate(6);
     let runs_in: Vec<(String, Policy)> = chosen
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, p)| {
-            let policy: Policy = p.parse()?;
-            let label = if recommended.as_deref() == Some(p.as_str()) && args.policy.is_empty() {
+        .map(|(i, policy)| {
+            let label = if recommended.as_ref() == Some(&policy) && args.policy.is_empty() {
                 format!("recommended {}", policy.name())
             } else {
                 format!("{} #{}", policy.name(), i + 1)
             };
-            Ok((label, policy))
+            (label, policy)
         })
-        .collect::<Result<_>>()?;
+        .collect();
     let clock: ClockMapping = options.clock.parse()?;
     let runs = run_policies(
         &loaded.decoded,
@@ -194,7 +159,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         &FrameClock::Fps(options.fps),
         clock,
     )?;
-    let title = format!("jitterlab report: {}", args.trace.display());
+    let points = SweepPoints::new(&table.policies, &tuning, table.rows.len());
+    let recommended_text = recommended.as_ref().map(Policy::to_string);
     let written = write_full_report(
         &args.output,
         &ReportInput {
@@ -202,17 +168,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             decoded: &loaded.decoded,
             stream: args.stream,
             runs: &runs,
-            sweep: Some(&sweep),
-            recommendation: recommended.as_deref().map(|p| (p, rule.as_str())),
+            sweep: Some(&points),
+            recommendation: recommended_text.as_deref().map(|p| (p, rule.as_str())),
         },
     )
     .with_context(|| format!("cannot write the report into {}", args.output.display()))?;
     match &recommended {
         Some(p) => println!("Recommended: --policy {p}"),
-        None => println!(
-            "No configuration of the sweep meets a hold ratio of {:.2} %.",
-            100.0 * max_hold
-        ),
+        None => println!("No configuration of the sweep meets the limits: {rule}"),
+    }
+    for &c in &tuning.runners_up {
+        println!("Runner-up: --policy {}", table.policies[c]);
     }
     println!(
         "Report written to {}/ ({} files; open index.html)",

@@ -3,16 +3,16 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
-use jitterlab_replay::grid::default_tune_grid_for;
+use anyhow::{Context, Result};
+use jitterlab_replay::grid::{default_tune_grid_for, packet_rate};
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
-use jitterlab_replay::tune::{Candidate, Constraints, Objective, Tuning, tune};
-use jitterlab_replay::{ClockMapping, FrameClock, Policy};
+use jitterlab_replay::tune::{Candidate, Constraints, Tuning, tune};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
 use jitterlab_report::results::SweepPoints;
 use jitterlab_report::{ReportInput, run_policies, write_full_report};
 use serde_json::{Value, json};
 
-use crate::cmd::sweep::{Loaded, SweepOptions, execute, load_all, policies};
+use crate::sweeping::{SweepOptions, TuneLimits, execute, load_all, policies};
 
 /// Arguments of `jitterlab tune`.
 #[derive(Debug, clap::Args)]
@@ -22,15 +22,8 @@ pub(crate) struct Args {
     traces: Vec<PathBuf>,
     #[command(flatten)]
     options: SweepOptions,
-    /// The largest acceptable hold ratio, e.g. 1% or 0.01.
-    #[arg(long, value_name = "RATIO", default_value = "1%")]
-    max_hold_ratio: String,
-    /// The largest acceptable p99 error (in the values' units), on every trace.
-    #[arg(long, value_name = "X")]
-    max_p99_error: Option<f64>,
-    /// What to minimise among configurations that meet the limits.
-    #[arg(long, value_name = "delay|error", default_value = "delay")]
-    objective: String,
+    #[command(flatten)]
+    limits: TuneLimits,
     /// Print JSON for scripts.
     #[arg(long)]
     json: bool,
@@ -55,42 +48,27 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
     })
 }
 
-fn candidate(t: &Tuning, config: usize) -> Option<&Candidate> {
-    t.candidates.iter().find(|c| c.config == config)
-}
-
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let constraints = Constraints {
-        max_hold_ratio: crate::input::parse_ratio("--max-hold-ratio", &args.max_hold_ratio)?,
-        max_p99_error: match args.max_p99_error {
-            Some(e) if !(e.is_finite() && e >= 0.0) => {
-                bail!("--max-p99-error {e}: expected a finite value ≥ 0")
-            }
-            e => e,
-        },
-        objective: match args.objective.as_str() {
-            "delay" => Objective::Delay,
-            "error" => Objective::Error,
-            other => bail!("--objective '{other}': expected delay or error"),
-        },
-    };
+    let constraints = args.limits.constraints()?;
     let loaded = if args.traces.is_empty() {
-        vec![Loaded::demo()?]
+        vec![crate::sweeping::demo()?]
     } else {
         load_all(&args.traces, &args.options)?
     };
     let policies = policies(
         &args.options,
-        Some(default_tune_grid_for(send_rate(&loaded))),
+        Some(default_tune_grid_for(packet_rate(
+            loaded.iter().map(|l| &l.decoded),
+        ))),
     )?;
-    let traces: Vec<SweepTrace<'_>> = loaded.iter().map(Loaded::prepare).collect();
+    let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
     let rows = execute(&traces, &policies, &args.options, Shard::ALL)?;
     let names: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
     let t = tune(&rows, &policies, &constraints);
     let mut out = std::io::stdout().lock();
     if args.json {
         let entry = |config: usize| {
-            candidate(&t, config).map(|c| {
+            t.candidate(config).map(|c| {
                 json!({"policy": policies[config].to_string(), "metrics": metrics_json(c, &rows, &names)})
             })
         };
@@ -101,7 +79,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             "constraints": {
                 "max_hold_ratio": constraints.max_hold_ratio,
                 "max_p99_error": constraints.max_p99_error,
-                "objective": args.objective,
+                "objective": constraints.objective.name(),
             },
             "configurations": policies.len(),
             "traces": names,
@@ -113,7 +91,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         print_text(&mut out, &t, &policies, &names, &constraints)?;
     }
     if let Some(dir) = &args.report {
-        let points = SweepPoints::from_rows(&names, &policies, &rows);
+        let points = SweepPoints::new(&policies, &t, rows.len());
         write_tune_report(
             dir,
             &t,
@@ -126,21 +104,6 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         eprintln!("report written to {}/", dir.display());
     }
     Ok(())
-}
-
-/// The traffic's packet rate (median over streams), for the engine presets' send rates.
-pub(crate) fn send_rate(loaded: &[Loaded]) -> Option<u32> {
-    let mut rates: Vec<f64> = loaded
-        .iter()
-        .flat_map(|l| jitterlab_capture::stats::stream_stats(&l.decoded))
-        .filter(|s| s.packets > 1)
-        .map(|s| (s.expected as f64 - 1.0) / s.duration().as_secs_f64().max(1e-9))
-        .filter(|r| r.is_finite() && *r > 0.0)
-        .collect();
-    rates.sort_by(f64::total_cmp);
-    rates
-        .get(rates.len() / 2)
-        .map(|r| r.round().clamp(1.0, 1000.0) as u32)
 }
 
 fn line(c: &Candidate) -> String {
@@ -173,12 +136,9 @@ fn print_text(
         100.0 * c.max_hold_ratio,
         c.max_p99_error
             .map_or(String::new(), |e| format!(", p99 error ≤ {e}")),
-        match c.objective {
-            Objective::Delay => "mean display delay",
-            Objective::Error => "p99 error",
-        }
+        c.objective.describe()
     )?;
-    match t.recommendation.and_then(|r| candidate(t, r)) {
+    match t.recommendation.and_then(|r| t.candidate(r)) {
         Some(rec) => {
             writeln!(out, "\nRecommendation (worst trace: {}):", line(rec))?;
             writeln!(out, "  --policy {}", policies[rec.config])?;
@@ -188,7 +148,7 @@ fn print_text(
     if !t.runners_up.is_empty() {
         writeln!(out, "\nRunner-up per policy:")?;
         for &r in &t.runners_up {
-            if let Some(cand) = candidate(t, r) {
+            if let Some(cand) = t.candidate(r) {
                 writeln!(
                     out,
                     "  {:<9} {}\n            {}",
@@ -219,7 +179,7 @@ fn write_tune_report(
     dir: &std::path::Path,
     t: &Tuning,
     policies: &[Policy],
-    loaded: &[Loaded],
+    loaded: &[TraceStreams],
     o: &SweepOptions,
     points: &SweepPoints,
     c: &Constraints,
@@ -227,41 +187,24 @@ fn write_tune_report(
     let Some(first) = loaded.first() else {
         return Ok(());
     };
-    let mut chosen: Vec<(String, Policy)> = Vec::new();
-    for (i, &c) in t
-        .recommendation
-        .iter()
-        .chain(&t.runners_up)
-        .take(4)
+    let feasible = t.recommendation.is_some();
+    let chosen: Vec<(String, Policy)> = t
+        .shown(4)
+        .into_iter()
         .enumerate()
-    {
-        let label = if i == 0 {
-            format!("recommended {}", policies[c].name())
-        } else {
-            format!("runner-up {}", policies[c].name())
-        };
-        chosen.push((label, policies[c].clone()));
-    }
-    if chosen.is_empty() {
-        // Nothing feasible: show the frontier's low-hold end instead.
-        for &c in t.frontier.iter().rev().take(3) {
-            chosen.push((
-                format!("frontier {}", policies[c].name()),
-                policies[c].clone(),
-            ));
-        }
-    }
+        .map(|(i, c)| {
+            let label = match (feasible, i) {
+                (true, 0) => format!("recommended {}", policies[c].name()),
+                (true, _) => format!("runner-up {}", policies[c].name()),
+                (false, _) => format!("frontier {}", policies[c].name()),
+            };
+            (label, policies[c].clone())
+        })
+        .collect();
     let clock: ClockMapping = o.clock.parse()?;
     let runs = run_policies(&first.decoded, 0, &chosen, &FrameClock::Fps(o.fps), clock)?;
     let rec = t.recommendation.map(|r| policies[r].to_string());
-    let why = format!(
-        "The lowest mean display delay whose hold ratio stays at or below {:.2} %{} on every \
-         trace, out of {} configurations.",
-        100.0 * c.max_hold_ratio,
-        c.max_p99_error
-            .map_or(String::new(), |e| format!(" and p99 error at or below {e}")),
-        policies.len()
-    );
+    let why = c.rule(policies.len());
     let title = format!("jitterlab tune: {}", first.name);
     write_full_report(
         dir,

@@ -1,0 +1,171 @@
+//! What `sweep`, `tune` and `report` share: the sweep options, traces loaded and split for
+//! replay, the configurations of a grid, and the sweep run with a progress bar.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use jitterlab_capture::Reader;
+use jitterlab_capture::decode::decode_trace;
+use jitterlab_replay::grid::{DEFAULT_MAX_CONFIGS, Grid};
+use jitterlab_replay::sweep::{self, Row, Shard, SweepTrace};
+use jitterlab_replay::tune::{Constraints, Objective};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
+
+use crate::input::{DecodeArgs, load};
+
+/// Options shared by `sweep` and `tune`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SweepOptions {
+    /// A grid file (TOML): one table per policy with the values to try per key, e.g.
+    /// `[fixed]` `delay = "0ms..300ms step 5ms"` (see docs/sweep.md).
+    #[arg(long, value_name = "GRID.toml")]
+    pub(crate) grid: Vec<PathBuf>,
+    /// A grid on the command line: POLICY:KEY=VALUES[,KEY=VALUES], VALUES being A..B/STEP,
+    /// V1|V2|... or one value, e.g. fixed:delay=0..300ms/5ms,max_gap=100ms|250ms (repeatable).
+    #[arg(long = "sweep", value_name = "SPEC")]
+    pub(crate) sweeps: Vec<String>,
+    /// Render frames at this rate.
+    #[arg(long, default_value_t = 60.0)]
+    pub(crate) fps: f64,
+    /// Clock mapping: estimate (default), hindsight or offset=MS, as for replay.
+    #[arg(long, value_name = "MAPPING", default_value = "estimate")]
+    pub(crate) clock: String,
+    /// Refuse grids that make more configurations than this.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONFIGS)]
+    pub(crate) max_configs: usize,
+    /// Worker threads (default: every core).
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    /// Skip traces that cannot be read (each is reported) instead of stopping.
+    #[arg(long)]
+    pub(crate) keep_going: bool,
+    #[command(flatten)]
+    pub(crate) decode: DecodeArgs,
+}
+
+/// The embedded trace: `jitterlab_capture::synth::Config::demo()`, committed as a fixture.
+pub(crate) const DEMO_TRACE: &[u8] = include_bytes!("../../../fixtures/traces/demo-wifi-20hz.jtr");
+
+/// The embedded demo trace, split for replay.
+pub(crate) fn demo() -> Result<TraceStreams> {
+    let decoded = decode_trace(Reader::new(DEMO_TRACE)?, None)?;
+    Ok(TraceStreams::new("demo (embedded)".into(), decoded)?)
+}
+
+/// Decodes a trace file or capture and splits it for replay.
+pub(crate) fn open(path: &Path, decode: &DecodeArgs) -> Result<TraceStreams> {
+    let decoded = load(path, decode)?;
+    Ok(TraceStreams::new(path.display().to_string(), decoded)?)
+}
+
+/// Loads every trace, reporting unreadable ones by name (skipping them with `keep_going`).
+pub(crate) fn load_all(paths: &[PathBuf], o: &SweepOptions) -> Result<Vec<TraceStreams>> {
+    let mut out = Vec::new();
+    for path in paths {
+        match open(path, &o.decode) {
+            Ok(l) => out.push(l),
+            Err(e) if o.keep_going => eprintln!("skipped {}: {e:#}", path.display()),
+            Err(e) => {
+                return Err(e.context(format!(
+                    "cannot sweep {} (pass --keep-going to skip unreadable traces)",
+                    path.display()
+                )));
+            }
+        }
+    }
+    if out.is_empty() {
+        bail!("no readable trace to sweep");
+    }
+    Ok(out)
+}
+
+/// The configurations of `--grid` files and `--sweep` specs (or `fallback` when none given).
+pub(crate) fn policies(o: &SweepOptions, fallback: Option<Grid>) -> Result<Vec<Policy>> {
+    let mut grid = Grid::default();
+    for path in &o.grid {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let g = Grid::from_toml(&text).with_context(|| path.display().to_string())?;
+        grid.axes.extend(g.axes);
+    }
+    for spec in &o.sweeps {
+        grid.add_cli(spec)?;
+    }
+    if grid.axes.is_empty() {
+        match fallback {
+            Some(g) => grid = g,
+            None => bail!("give a grid: --grid GRID.toml or --sweep POLICY:KEY=VALUES"),
+        }
+    }
+    Ok(grid.expand(o.max_configs)?)
+}
+
+/// Runs the sweep with a progress bar on a terminal.
+pub(crate) fn execute(
+    traces: &[SweepTrace<'_>],
+    policies: &[Policy],
+    o: &SweepOptions,
+    shard: Shard,
+) -> Result<Vec<Row>> {
+    let frames = FrameClock::Fps(o.fps);
+    frames.validate()?;
+    let clock: ClockMapping = o.clock.parse()?;
+    let total = sweep::pairs_in(shard, traces.len(), policies.len());
+    let bar = if o.quiet || !std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar = indicatif::ProgressBar::new(total as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} replays  {per_sec}  ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    };
+    let done = || bar.inc(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(o.threads.unwrap_or(0))
+        .build()
+        .context("cannot start the worker threads")?;
+    let rows = pool.install(|| sweep::run(traces, policies, &frames, clock, shard, &done))?;
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+/// The limits and objective of the tune rule, shared by `tune` and `report`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TuneLimits {
+    /// The largest acceptable hold ratio, e.g. 1% or 0.01.
+    #[arg(long, value_name = "RATIO", default_value = "1%")]
+    pub(crate) max_hold_ratio: String,
+    /// The largest acceptable p99 error (in the values' units), on every trace.
+    #[arg(long, value_name = "X")]
+    pub(crate) max_p99_error: Option<f64>,
+    /// What to minimise among configurations that meet the limits.
+    #[arg(long, value_name = "delay|error", default_value = "delay")]
+    pub(crate) objective: String,
+}
+
+impl TuneLimits {
+    /// The constraints, each value checked with its flag named.
+    pub(crate) fn constraints(&self) -> Result<Constraints> {
+        Ok(Constraints {
+            max_hold_ratio: crate::input::parse_ratio("--max-hold-ratio", &self.max_hold_ratio)?,
+            max_p99_error: match self.max_p99_error {
+                Some(e) if !(e.is_finite() && e >= 0.0) => {
+                    bail!("--max-p99-error {e}: expected a finite value ≥ 0")
+                }
+                e => e,
+            },
+            objective: self
+                .objective
+                .parse::<Objective>()
+                .map_err(|e| anyhow::anyhow!("--objective {e}"))?,
+        })
+    }
+}

@@ -1,0 +1,180 @@
+//! `neteq`: WebRTC NetEq's delay manager as a policy (anchors.md §4).
+
+use std::sync::OnceLock;
+
+use jitterlab_capture::spec::format_duration;
+use jitterlab_capture::{Nanos, Sample};
+
+use super::keys::{apply, boolean, buffer_keys, number};
+use super::{Apply, BufferConfig, DelayModel, Key, Preset, duration_key};
+use crate::adapt::IntervalEstimate;
+use crate::engine::Controller;
+use crate::neteq::{ArrivalHistory, DelayConfig, DelayManager};
+use crate::playout::{PlayoutDetail, PlayoutRun};
+
+/// WebRTC NetEq's delay manager as a policy: relative arrival delay over a 2 s window, the
+/// 0.95 quantile of 500 ms maxima (20 ms buckets), raised for reordering, applied by
+/// time-stretching (anchors.md §4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetEqConfig {
+    /// NetEq's delay-manager settings.
+    pub delay: DelayConfig,
+    /// The arrival-history window.
+    pub window: Nanos,
+    /// Upper clamp on the target.
+    pub max: Nanos,
+    /// How delay changes are applied (NetEq accelerates and preemptively expands).
+    pub apply: Apply,
+    /// The sample store.
+    pub buffer: BufferConfig,
+}
+
+impl Default for NetEqConfig {
+    fn default() -> Self {
+        Self {
+            delay: DelayConfig::default(),
+            window: Nanos::from_secs(2),
+            max: Nanos::from_secs(2),
+            apply: Apply::Stretch { max_rate: 0.1 },
+            buffer: BufferConfig::default(),
+        }
+    }
+}
+
+impl Preset for NetEqConfig {
+    const NAME: &'static str = "neteq";
+    const TUNE_AXES: &'static str = "quantile = [0.9, 0.95, 0.99]\n";
+
+    fn keys() -> &'static [Key<Self>] {
+        static KEYS: OnceLock<Vec<Key<NetEqConfig>>> = OnceLock::new();
+        KEYS.get_or_init(|| {
+            let mut keys = vec![
+                Key {
+                    name: "quantile",
+                    get: Some(|c: &Self| c.delay.quantile.to_string()),
+                    set: |c, v| {
+                        c.delay.quantile =
+                            number(v, |x| x > 0.0 && x < 1.0, "strictly between 0 and 1")?;
+                        Ok(())
+                    },
+                },
+                Key {
+                    name: "forget_factor",
+                    get: Some(|c: &Self| c.delay.forget_factor.to_string()),
+                    set: |c, v| {
+                        c.delay.forget_factor = number(v, |x| (0.0..1.0).contains(&x), "0 to below 1")?;
+                        Ok(())
+                    },
+                },
+                Key {
+                    name: "resample_interval",
+                    get: Some(|c: &Self| {
+                        c.delay
+                            .resample_interval_ms
+                            .map_or_else(|| "off".to_owned(), |ms| format!("{ms}ms"))
+                    }),
+                    set: |c, v| {
+                        c.delay.resample_interval_ms = if v == "off" {
+                            None
+                        } else {
+                            Some(duration_key(v, Nanos::from_millis(1))?.as_nanos() / 1_000_000)
+                        };
+                        Ok(())
+                    },
+                },
+                Key {
+                    name: "reorder",
+                    get: Some(|c: &Self| c.delay.use_reorder_optimizer.to_string()),
+                    set: |c, v| {
+                        c.delay.use_reorder_optimizer = boolean(v)?;
+                        Ok(())
+                    },
+                },
+                Key {
+                    name: "window",
+                    get: Some(|c: &Self| format_duration(c.window)),
+                    set: |c, v| {
+                        c.window = duration_key(v, Nanos::from_millis(1))?;
+                        Ok(())
+                    },
+                },
+                Key {
+                    name: "max",
+                    get: Some(|c: &Self| format_duration(c.max)),
+                    set: |c, v| {
+                        c.max = duration_key(v, Nanos::ZERO)?;
+                        Ok(())
+                    },
+                },
+                Key {
+                    name: "apply",
+                    get: Some(|c: &Self| c.apply.to_string()),
+                    set: |c, v| {
+                        c.apply = apply(v)?;
+                        Ok(())
+                    },
+                },
+            ];
+            keys.extend(buffer_keys!(Self, |c| c.buffer));
+            keys
+        })
+    }
+
+    fn max_delay(&self) -> Nanos {
+        self.max
+    }
+
+    fn buffer(&self) -> Option<&BufferConfig> {
+        Some(&self.buffer)
+    }
+
+    fn delay_model(&self) -> DelayModel {
+        DelayModel::Adaptive {
+            controller: Box::new(NetEqController {
+                history: ArrivalHistory::new(self.window.as_nanos() / 1_000_000),
+                manager: DelayManager::new(&self.delay),
+                interval: IntervalEstimate::new(None),
+                max: self.max,
+            }),
+            apply: self.apply,
+        }
+    }
+
+    /// NetEq's own decisions: accelerate, preemptive expand, expand, merge.
+    fn playout(&self, samples: &[Sample], _offset: Nanos) -> Option<PlayoutRun> {
+        let run = crate::decision::playout_neteq(samples, self);
+        Some(PlayoutRun {
+            events: run.events,
+            detail: Some(PlayoutDetail::NetEq(run.stats)),
+        })
+    }
+}
+
+/// NetEq's delay manager fed with whole milliseconds of media and arrival time.
+struct NetEqController {
+    history: ArrivalHistory,
+    manager: DelayManager,
+    interval: IntervalEstimate,
+    max: Nanos,
+}
+
+impl Controller for NetEqController {
+    fn on_arrival(&mut self, s: &Sample) {
+        // NetEq works in whole milliseconds of media time and arrival time.
+        self.interval.observe(s);
+        let (rtp, now) = (
+            s.send.as_nanos() / 1_000_000,
+            s.arrival.as_nanos() / 1_000_000,
+        );
+        let length = self.interval.get().as_nanos() / 1_000_000;
+        if self.history.insert(rtp, length, now) {
+            let reordered = !self.history.is_newest(rtp);
+            let delay = self.history.delay_ms(rtp, now) as i32;
+            self.manager.update(delay, reordered, now);
+        }
+    }
+
+    fn target(&mut self, _now: Nanos) -> Nanos {
+        Nanos::from_millis(i64::from(self.manager.target_delay_ms())).min(self.max)
+    }
+}

@@ -1,0 +1,229 @@
+//! The deterministic replay driver: arrivals and a frame clock in, per-frame samples and
+//! metrics out. Time is always an argument; nothing here reads a file or the OS clock.
+//!
+//! The driver is split by job: [`frames`] (when frames render, the clock offset at each),
+//! [`prepare`] (a stream prepared once: arrival order, duplicates, offset, reference),
+//! `reference` (the error reference and correction distances), `lane` (one replay's state
+//! in the loop) and [`trace`] (every stream of a decoded trace). [`Replay`] is the one door in
+//! front of them.
+
+mod frames;
+mod lane;
+mod prepare;
+mod reference;
+mod trace;
+
+pub use frames::{FrameClock, FramePlan};
+pub use lane::Frame;
+pub use prepare::{Prepared, Stream};
+pub use trace::{StreamPlayout, TracePlayout, TraceReplay, playout_trace, replay_trace};
+
+use jitterlab_capture::Nanos;
+
+use crate::Error;
+use crate::clock::ClockMapping;
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+use crate::policy::{Built, Policy};
+use frames::{FrameSource, LiveFrames, PlannedFrames};
+use lane::Lane;
+
+/// Replays one stream through `policy`, calling `on_frame` for every frame, and returns the
+/// metrics.
+///
+/// Error is measured against the stream's ground truth if it has one, else against hindsight
+/// (every sample that ever arrived).
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn replay_stream(
+    stream: &Stream<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    on_frame: impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
+    replay_prepared(&Prepared::new(stream), policy, frames, clock, on_frame)
+}
+
+/// [`replay_stream`] over a stream prepared once with [`Prepared::new`].
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn replay_prepared(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    mut on_frame: impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
+    run::<true>(prepared, policy, frames, clock, &mut on_frame)
+}
+
+/// The metrics of replaying a prepared stream through `policy`, without per-frame output:
+/// the fast path for sweeps (the shown values are never materialised; error is computed
+/// straight from the bracketing samples).
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn replay_metrics(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
+) -> Result<Metrics, Error> {
+    run::<false>(prepared, policy, frames, clock, &mut |_| {})
+}
+
+fn run<const FRAMES: bool>(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
+    frames.validate()?;
+    if prepared.is_empty() {
+        return Ok(Metrics::default());
+    }
+    let source = LiveFrames::new(prepared, frames, clock, policy.max_delay());
+    dispatch::<FRAMES, _>(prepared, policy, source, on_frame)
+}
+
+/// Runs the replay loop with the engine `policy` needs: one copy of the loop per engine, so
+/// each engine's steps inline into it.
+fn dispatch<const FRAMES: bool, F: FrameSource>(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    source: F,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Result<Metrics, Error> {
+    // Only jitterlab's own snapshot buffer computes its interpolation factor from the same
+    // nanosecond expression as the reference (the zero-error shortcut needs that).
+    Ok(match policy.engine() {
+        Built::Snapshot(engine) => {
+            run_engine::<FRAMES, _, _>(prepared, true, *engine, source, on_frame)
+        }
+        Built::Own(engine) => run_engine::<FRAMES, _, _>(prepared, false, engine, source, on_frame),
+    })
+}
+
+/// [`replay_metrics`] with the frames and clock offsets read from `plan`, which must have been
+/// made for the same prepared stream: the sweep's path.
+///
+/// # Errors
+/// None at present beyond those of [`replay_metrics`].
+pub fn replay_planned(
+    prepared: &Prepared<'_>,
+    plan: &FramePlan,
+    policy: &Policy,
+) -> Result<Metrics, Error> {
+    if prepared.is_empty() {
+        return Ok(Metrics::default());
+    }
+    match plan.frames_for(policy.max_delay()) {
+        Some(count) => {
+            let source = PlannedFrames {
+                times: plan.times[..count].iter(),
+                offset: Nanos::ZERO,
+            };
+            dispatch::<false, _>(prepared, policy, source, &mut |_| {})
+        }
+        None => replay_metrics(prepared, policy, &plan.frames, plan.clock),
+    }
+}
+
+/// [`replay_planned`] of several policies in one pass over the stream (the sweep's path):
+/// the metrics of each, in order, exactly as [`replay_planned`] gives them. Policies that
+/// share jitterlab's snapshot engine (all but `mirror` and `ngo`) and whose delay the plan
+/// covers run side by side; the rest one at a time.
+///
+/// # Errors
+/// None at present beyond those of [`replay_metrics`].
+pub fn replay_planned_batch(
+    prepared: &Prepared<'_>,
+    plan: &FramePlan,
+    policies: &[Policy],
+) -> Result<Vec<Metrics>, Error> {
+    let mut out = vec![Metrics::default(); policies.len()];
+    if prepared.is_empty() {
+        return Ok(out);
+    }
+    let mut lanes = Vec::new();
+    let mut which = Vec::new();
+    for (i, policy) in policies.iter().enumerate() {
+        match (policy.engine(), plan.frames_for(policy.max_delay())) {
+            (Built::Snapshot(engine), Some(frames)) => {
+                lanes.push((Lane::new(prepared, true, *engine), frames));
+                which.push(i);
+            }
+            _ => out[i] = replay_planned(prepared, plan, policy)?,
+        }
+    }
+    for (i, m) in which.into_iter().zip(run_lanes(prepared, plan, lanes)) {
+        out[i] = m;
+    }
+    Ok(out)
+}
+
+fn run_engine<const FRAMES: bool, E: Engine, F: FrameSource>(
+    prepared: &Prepared<'_>,
+    exact_alpha: bool,
+    engine: E,
+    mut source: F,
+    on_frame: &mut impl FnMut(&Frame<'_>),
+) -> Metrics {
+    let arrivals = &prepared.arrivals;
+    let mut lane = Lane::new(prepared, exact_alpha, engine);
+    let mut next = 0usize;
+    let mut value = Vec::new();
+    while let Some(at) = source.next_frame() {
+        while let Some(arrival) = arrivals.get(next)
+            && arrival.at <= at
+        {
+            source.observe(arrival.packet.send, arrival.at);
+            lane.packet(prepared, arrival.packet, at);
+            next += 1;
+        }
+        let offset = source.offset(at);
+        lane.frame::<FRAMES>(prepared, at, offset, &mut value, on_frame);
+    }
+    lane.finish(prepared)
+}
+
+/// Replays one prepared stream through several policies that share an engine type in one pass
+/// over the planned frames and the arrivals: each packet is offered to every lane in turn and
+/// each frame rendered by every lane that still renders. Lanes are independent, so each gets
+/// exactly what its own replay would; sharing the pass shares its loop and its hard-to-predict
+/// "how many packets arrived before this frame" branch.
+fn run_lanes<E: Engine>(
+    prepared: &Prepared<'_>,
+    plan: &FramePlan,
+    mut lanes: Vec<(Lane<E>, usize)>,
+) -> Vec<Metrics> {
+    let arrivals = &prepared.arrivals;
+    let frames = lanes.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    let mut next = 0usize;
+    let mut value = Vec::new();
+    for (i, &(at, offset)) in plan.times[..frames].iter().enumerate() {
+        while let Some(arrival) = arrivals.get(next)
+            && arrival.at <= at
+        {
+            for (lane, n) in &mut lanes {
+                if i < *n {
+                    lane.packet(prepared, arrival.packet, at);
+                }
+            }
+            next += 1;
+        }
+        for (lane, n) in &mut lanes {
+            if i < *n {
+                lane.frame::<false>(prepared, at, offset, &mut value, &mut |_| {});
+            }
+        }
+    }
+    lanes
+        .into_iter()
+        .map(|(lane, _)| lane.finish(prepared))
+        .collect()
+}

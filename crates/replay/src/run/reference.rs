@@ -1,0 +1,260 @@
+//! The error reference (ground truth, else hindsight) and the recent frames a late sample's
+//! correction distance is measured against.
+
+use jitterlab_capture::Nanos;
+use jitterlab_capture::decode::Sample;
+
+use crate::buffer::Factor;
+
+/// Reference values over send time, for error: ground truth, else hindsight. Flat arrays of
+/// the error channels only, sorted by send time, one entry per sequence number.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ReferenceTrack {
+    pub(super) sends: Vec<Nanos>,
+    pub(super) seqs: Vec<i64>,
+    /// `width` values per entry.
+    pub(super) values: Vec<f64>,
+    pub(super) width: usize,
+    pub(super) channels: Vec<usize>,
+    /// `channels` is `0..width`.
+    pub(super) contiguous: bool,
+}
+
+impl ReferenceTrack {
+    pub(super) fn new(samples: &[Sample], channels: Vec<usize>) -> Self {
+        let mut points: Vec<&Sample> = samples.iter().filter(|s| !s.values.is_empty()).collect();
+        points.sort_by_key(|s| (s.send, s.seq));
+        points.dedup_by_key(|s| s.seq);
+        let width = channels.len();
+        let mut values = Vec::with_capacity(points.len() * width);
+        for p in &points {
+            values.extend(
+                channels
+                    .iter()
+                    .map(|&i| p.values.get(i).copied().unwrap_or(0.0)),
+            );
+        }
+        Self {
+            sends: points.iter().map(|p| p.send).collect(),
+            seqs: points.iter().map(|p| p.seq).collect(),
+            values,
+            width,
+            contiguous: channels.iter().enumerate().all(|(k, &c)| k == c),
+            channels,
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.sends.is_empty()
+    }
+
+    /// For each sample, its index in the reference when the reference holds exactly it (same
+    /// sequence number, send time and error-channel values), else `u32::MAX`.
+    pub(super) fn positions(&self, samples: &[Sample]) -> Vec<u32> {
+        // Sequence numbers almost always rise with send time: then a binary search finds each
+        // one; otherwise a map (the last of equal sequence numbers wins either way).
+        let index: Option<std::collections::HashMap<i64, u32>> =
+            (!self.seqs.windows(2).all(|w| w[0] < w[1])).then(|| {
+                self.seqs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &q)| (q, i as u32))
+                    .collect()
+            });
+        let find = |seq: i64| match &index {
+            None => self.seqs.binary_search(&seq).ok().map(|i| i as u32),
+            Some(index) => index.get(&seq).copied(),
+        };
+        let w = self.width;
+        samples
+            .iter()
+            .map(|s| {
+                let Some(i) = find(s.seq) else {
+                    return u32::MAX;
+                };
+                let at = i as usize;
+                let same = self.sends[at] == s.send
+                    && self.channels.iter().enumerate().all(|(k, &c)| {
+                        s.values
+                            .get(c)
+                            .is_some_and(|v| v.to_bits() == self.values[at * w + k].to_bits())
+                    });
+                if same { i } else { u32::MAX }
+            })
+            .collect()
+    }
+
+    /// Distance between what is shown (`a`, or `a + (b − a)·alpha` when `b` is given) and the
+    /// reference at `target`, over the error channels. `cursor` remembers where the previous
+    /// (not later) target was found.
+    pub(super) fn error_at(
+        &self,
+        cursor: &mut usize,
+        target: Nanos,
+        a: &[f64],
+        b: Option<(&[f64], f64)>,
+    ) -> Option<f64> {
+        if self.sends.is_empty() || a.is_empty() {
+            return None;
+        }
+        let n = self.sends.len();
+        while *cursor + 1 < n && self.sends[*cursor + 1] <= target {
+            *cursor += 1;
+        }
+        let (i, w) = (*cursor, self.width);
+        let ra = &self.values[i * w..(i + 1) * w];
+        let (rb, t) = match self.sends.get(i + 1) {
+            Some(&next) if target > self.sends[i] && next > self.sends[i] => (
+                &self.values[(i + 1) * w..(i + 2) * w],
+                (target - self.sends[i]).as_nanos() as f64
+                    / (next - self.sends[i]).as_nanos() as f64,
+            ),
+            _ => (ra, 0.0),
+        };
+        // Fast path: the error channels are the first `w` values (no rotation channels named).
+        if self.contiguous && a.len() >= w && b.is_none_or(|(b, _)| b.len() >= w) {
+            let refs = ra.iter().zip(rb);
+            let mut sq = 0.0;
+            match b {
+                Some((b, alpha)) => {
+                    for ((&x, &y), (&ra, &rb)) in a.iter().zip(b).zip(refs) {
+                        let v = x + (y - x) * alpha;
+                        let want = ra + (rb - ra) * t;
+                        sq += (v - want) * (v - want);
+                    }
+                }
+                None => {
+                    for (&x, (&ra, &rb)) in a.iter().zip(refs) {
+                        let want = ra + (rb - ra) * t;
+                        sq += (x - want) * (x - want);
+                    }
+                }
+            }
+            return (w > 0).then(|| sq.sqrt());
+        }
+        let shown = |ch: usize| -> Option<f64> {
+            let x = *a.get(ch)?;
+            match b {
+                Some((b, alpha)) => Some(x + (b.get(ch)? - x) * alpha),
+                None => Some(x),
+            }
+        };
+        let mut sq = 0.0;
+        let mut any = false;
+        for (k, &ch) in self.channels.iter().enumerate() {
+            let Some(v) = shown(ch) else { continue };
+            any = true;
+            let want = ra[k] + (rb[k] - ra[k]) * t;
+            sq += (v - want) * (v - want);
+        }
+        any.then(|| sq.sqrt())
+    }
+}
+
+/// What one recent frame showed: enough to recompute its value for a correction distance.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Shown {
+    pub(super) target: Nanos,
+    /// `u32::MAX` for none.
+    pub(super) from: u32,
+    /// `u32::MAX` for none.
+    pub(super) to: u32,
+    pub(super) factor: Factor,
+}
+
+/// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
+/// enough for the replay loop, read only when a sample arrives late.
+pub(super) struct Recent {
+    frames: Box<[Shown; RECENT_LEN]>,
+    written: usize,
+}
+
+/// Frames kept for correction distances.
+const RECENT_LEN: usize = 512;
+
+impl Recent {
+    pub(super) fn new() -> Self {
+        Self {
+            frames: Box::new([Shown::default(); RECENT_LEN]),
+            written: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn push(&mut self, f: Shown) {
+        self.frames[self.written % RECENT_LEN] = f;
+        self.written += 1;
+    }
+
+    /// The newest frame whose target is at or before `t`.
+    fn at_or_before(&self, t: Nanos) -> Option<Shown> {
+        let oldest = self.written.saturating_sub(RECENT_LEN);
+        let mut i = self.written;
+        while i > oldest {
+            i -= 1;
+            let f = &self.frames[i % RECENT_LEN];
+            if f.target <= t {
+                return Some(*f);
+            }
+        }
+        None
+    }
+}
+
+/// The distance between what the last frame at or before sample `idx`'s send time showed and
+/// the sample itself, over the error channels: how far a late sample corrects the display.
+pub(super) fn correction(
+    samples: &[Sample],
+    recent: &Recent,
+    reference: &ReferenceTrack,
+    idx: u32,
+) -> Option<f64> {
+    let s = &samples[idx as usize];
+    let f = recent.at_or_before(s.send)?;
+    let (from, to, alpha) = (f.from, f.to, f.factor.get());
+    if from == u32::MAX {
+        return None;
+    }
+    let a = &samples[from as usize].values;
+    let b = (to != u32::MAX).then(|| &samples[to as usize].values);
+    let (channels, w) = (&reference.channels, reference.width);
+    // Fast path: the error channels are the first `w` values of all three (the same sum in
+    // the same order as below).
+    if reference.contiguous
+        && w > 0
+        && a.len() >= w
+        && s.values.len() >= w
+        && b.is_none_or(|b| b.len() >= w)
+    {
+        let truth = &s.values[..w];
+        let mut sq = 0.0;
+        match b {
+            Some(b) => {
+                for ((&x, &y), &truth) in a.iter().zip(b).zip(truth) {
+                    let shown = x + (y - x) * alpha;
+                    sq += (shown - truth) * (shown - truth);
+                }
+            }
+            None => {
+                for (&x, &truth) in a.iter().zip(truth) {
+                    sq += (x - truth) * (x - truth);
+                }
+            }
+        }
+        return Some(sq.sqrt());
+    }
+    let mut sq = 0.0;
+    let mut any = false;
+    for &ch in channels {
+        let (Some(&x), Some(&truth)) = (a.get(ch), s.values.get(ch)) else {
+            continue;
+        };
+        let shown = match b.and_then(|b| b.get(ch)) {
+            Some(&y) => x + (y - x) * alpha,
+            None => x,
+        };
+        sq += (shown - truth) * (shown - truth);
+        any = true;
+    }
+    any.then(|| sq.sqrt())
+}
