@@ -3,10 +3,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use jitterlab_capture::testdata::snapshot_trace;
-use jitterlab_replay::{
-    ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
-    replay_prepared,
-};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, Prepared, Replay, Stream};
 
 fn bench(c: &mut Criterion) {
     let samples = snapshot_trace(1_000_000);
@@ -26,18 +23,20 @@ fn bench(c: &mut Criterion) {
         "ngo:tick_rate=60,ticks_ago=2",
     ] {
         let p: Policy = policy.parse().unwrap();
+        let replay = Replay::new(frames.clone()).clock(ClockMapping::Estimated);
         // The sweep path: metrics only, over a stream prepared once.
         group.bench_function(format!("metrics/{policy}"), |b| {
-            b.iter(|| replay_metrics(&prepared, &p, &frames, ClockMapping::Estimated).unwrap());
+            b.iter(|| replay.metrics(&prepared, &p).unwrap());
         });
         // Every frame handed to a callback (what `replay --timeline` does).
         group.bench_function(format!("frames/{policy}"), |b| {
             b.iter(|| {
                 let mut n = 0u64;
-                replay_prepared(&prepared, &p, &frames, ClockMapping::Estimated, |f| {
-                    n += f.value.len() as u64;
-                })
-                .unwrap();
+                replay
+                    .frames(&prepared, &p, |f| {
+                        n += f.value.len() as u64;
+                    })
+                    .unwrap();
                 n
             });
         });
@@ -45,25 +44,19 @@ fn bench(c: &mut Criterion) {
     // The sweep's path: frame times and clock offsets planned once per stream, read by every
     // configuration (the plan's cost is the `plan` row, paid once per trace).
     let fixed: Policy = "fixed:delay=100ms".parse().unwrap();
-    let plan = FramePlan::new(
-        &prepared,
-        &frames,
-        ClockMapping::Estimated,
-        fixed.max_delay(),
-    )
-    .unwrap();
+    let plan = Replay::new(frames.clone())
+        .clock(ClockMapping::Estimated)
+        .plan(&prepared, fixed.max_delay())
+        .unwrap();
     group.bench_function("planned/fixed:delay=100ms", |b| {
-        b.iter(|| replay_planned(&prepared, &plan, &fixed).unwrap());
+        b.iter(|| plan.metrics(&prepared, &fixed).unwrap());
     });
     group.bench_function("plan", |b| {
         b.iter(|| {
-            FramePlan::new(
-                &prepared,
-                &frames,
-                ClockMapping::Estimated,
-                fixed.max_delay(),
-            )
-            .unwrap()
+            Replay::new(frames.clone())
+                .clock(ClockMapping::Estimated)
+                .plan(&prepared, fixed.max_delay())
+                .unwrap()
         });
     });
     // Preparing the stream (arrival order, clock offset, error reference): once per trace.

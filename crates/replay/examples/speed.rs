@@ -6,10 +6,7 @@
 
 use jitterlab_capture::Nanos;
 use jitterlab_capture::testdata::snapshot_trace;
-use jitterlab_replay::{
-    ClockMapping, FrameClock, FramePlan, Policy, Prepared, Stream, replay_metrics, replay_planned,
-    replay_planned_batch,
-};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, Prepared, Replay, Stream};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,16 +45,19 @@ fn main() {
             .collect();
         for _ in 0..runs {
             let t = std::time::Instant::now();
-            let plan = FramePlan::new(&prepared, &frames, clock, Nanos::from_millis(297)).unwrap();
+            let plan = Replay::new(frames.clone())
+                .clock(clock)
+                .plan(&prepared, Nanos::from_millis(297))
+                .unwrap();
             // BATCH=K replays K configurations side by side (as `jitterlab sweep` does).
             let batch: usize = std::env::var("BATCH").map_or(1, |b| b.parse().unwrap());
             if batch > 1 {
                 for chunk in policies.chunks(batch) {
-                    replay_planned_batch(&prepared, &plan, chunk).unwrap();
+                    plan.batch(&prepared, chunk).unwrap();
                 }
             } else {
                 for p in &policies {
-                    replay_planned(&prepared, &plan, p).unwrap();
+                    plan.metrics(&prepared, p).unwrap();
                 }
             }
             let s = t.elapsed().as_secs_f64();
@@ -71,7 +71,10 @@ fn main() {
     }
     for _ in 0..runs {
         let t = std::time::Instant::now();
-        let m = replay_metrics(&prepared, &policy, &frames, clock).unwrap();
+        let m = Replay::new(frames.clone())
+            .clock(clock)
+            .metrics(&prepared, &policy)
+            .unwrap();
         let s = t.elapsed().as_secs_f64();
         println!(
             "{:.3} s  {:.2} M packets/s  frames {} holds {} mean_error {:?}",

@@ -1,9 +1,16 @@
 //! Deterministic, sans-IO replay of recorded traffic through jitter-buffer policies.
 //!
-//! Feed a stream's decoded samples (from `jitterlab-capture`) and a frame clock to
-//! [`replay_stream`] with a [`Policy`]: it returns what a player would have seen, frame by
-//! frame ([`Frame`]) and summarised ([`Metrics`], [`Summary`]). Nothing here reads a file or
-//! the OS clock, so the same input always gives the same output.
+//! Feed a stream's decoded samples (from `jitterlab-capture`) and a frame clock to a
+//! [`Replay`] with a [`Policy`]: it returns what a player would have seen, frame by frame
+//! ([`Frame`]) and summarised ([`Metrics`], [`Summary`]). Nothing here reads a file or the OS
+//! clock, so the same input always gives the same output.
+//!
+//! - [`policy`]: every preset in a file of its own behind the [`Preset`] trait (name, key table,
+//!   defaults, largest delay, what it runs on); [`Policy`] wraps one, [`Registry`] parses them.
+//! - [`Replay`]: the one door to a replay (one stream with per-frame output or metrics only, a
+//!   batch of configurations over a [`FramePlan`], a whole trace, discrete playout).
+//! - [`streams`]: from a decoded trace to replay inputs ([`StreamView`], [`TraceStreams`]).
+//! - [`sweep`], [`grid`] and [`tune`]: many configurations, and the one rule that picks one.
 //!
 //! The buffer itself is [`SnapshotBuffer`] (contracts C4–C11); [`playout`] plays discrete
 //! frames at send time + delay (C21, C22).
@@ -11,7 +18,7 @@
 //! # Example
 //! ```
 //! use jitterlab_capture::{Nanos, Sample};
-//! use jitterlab_replay::{replay_stream, ClockMapping, FrameClock, Mode, Policy, Stream};
+//! use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Replay, Stream};
 //!
 //! // Seed 000: samples at 50/100/150 ms arriving out of order, sampled at 225 ms.
 //! let mk = |seq: i64, send: i64, arrival: i64, v: f64| {
@@ -20,8 +27,9 @@
 //! let samples = [mk(3, 150, 151, 15.0), mk(1, 50, 152, 5.0), mk(2, 100, 153, 10.0)];
 //! let policy: Policy = "fixed:delay=100ms,max_gap=120ms".parse()?;
 //! let mut shown = Vec::new();
-//! replay_stream(&Stream::new(&samples), &policy, &FrameClock::At(vec![Nanos::from_millis(225)]),
-//!     ClockMapping::Fixed(Nanos::ZERO), |f| shown.push((f.mode, f.alpha, f.value.to_vec())))?;
+//! Replay::new(FrameClock::At(vec![Nanos::from_millis(225)]))
+//!     .clock(ClockMapping::Fixed(Nanos::ZERO))
+//!     .stream(&Stream::new(&samples), &policy, |f| shown.push((f.mode, f.alpha, f.value.to_vec())))?;
 //! assert_eq!(shown, [(Mode::Interpolate, Some(0.5), vec![12.5])]);
 //! # Ok::<(), jitterlab_replay::Error>(())
 //! ```
@@ -56,8 +64,7 @@ pub use policy::{
     SourceConfig,
 };
 pub use run::{
-    Frame, FrameClock, FramePlan, Prepared, Stream, StreamPlayout, TracePlayout, TraceReplay,
-    playout_trace, replay_metrics, replay_planned, replay_planned_batch, replay_prepared,
-    replay_stream, replay_trace,
+    Frame, FrameClock, FramePlan, Prepared, Replay, Stream, StreamPlayout, TracePlayout,
+    TraceReplay,
 };
 pub use streams::{StreamView, TraceStreams};

@@ -5,7 +5,7 @@
 use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
 use jitterlab_capture::synth::{Config, Motion, generate};
 use jitterlab_capture::{Nanos, RecordKind, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, Policy, Stream, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, Replay, Stream};
 
 fn received(model: &str, secs: i64) -> Vec<Sample> {
     let config = Config {
@@ -31,12 +31,9 @@ fn delays(samples: &[Sample], clock: ClockMapping, windows: &[(f64, f64)]) -> (V
     let policy: Policy = "fixed:delay=120ms".parse().unwrap();
     let start = samples[0].arrival;
     let mut sums = vec![(0.0, 0u32); windows.len()];
-    let m = replay_stream(
-        &Stream::new(samples),
-        &policy,
-        &FrameClock::Fps(60.0),
-        clock,
-        |f| {
+    let m = Replay::new(FrameClock::Fps(60.0))
+        .clock(clock)
+        .stream(&Stream::new(samples), &policy, |f| {
             let t = (f.at - start).as_secs_f64();
             if let (Some(d), false) = (f.delay, f.startup) {
                 for (i, (a, b)) in windows.iter().enumerate() {
@@ -46,9 +43,8 @@ fn delays(samples: &[Sample], clock: ClockMapping, windows: &[(f64, f64)]) -> (V
                     }
                 }
             }
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     (
         sums.iter().map(|(s, n)| s / f64::from(*n)).collect(),
         m.backward_steps,

@@ -1,7 +1,7 @@
 //! Contracts C1, C3 (fixed mapping) and C6 through the public replay API.
 
 use jitterlab_capture::{Nanos, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Stream, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Replay, Stream};
 
 fn s(seq: i64, send_ms: i64, arrival_ms: i64, v: f64) -> Sample {
     Sample::new(
@@ -22,16 +22,12 @@ fn frames(
     let policy: Policy = policy.parse().unwrap();
     let at = FrameClock::At(at_ms.iter().map(|&t| Nanos::from_millis(t)).collect());
     let mut out = Vec::new();
-    replay_stream(
-        &Stream::new(samples),
-        &policy,
-        &at,
-        ClockMapping::Fixed(Nanos::from_millis(offset_ms)),
-        |f| {
+    Replay::new(at.clone())
+        .clock(ClockMapping::Fixed(Nanos::from_millis(offset_ms)))
+        .stream(&Stream::new(samples), &policy, |f| {
             out.push((f.mode, f.target, f.value.to_vec()));
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     out
 }
 
@@ -78,16 +74,12 @@ fn c03_estimated_offset_cancels_the_clock_offset() {
     let policy: Policy = "fixed:delay=80ms".parse().unwrap();
     let run = |v: &[Sample]| {
         let mut shown = Vec::new();
-        replay_stream(
-            &Stream::new(v),
-            &policy,
-            &FrameClock::Fps(60.0),
-            ClockMapping::Estimated,
-            |f| {
+        Replay::new(FrameClock::Fps(60.0))
+            .clock(ClockMapping::Estimated)
+            .stream(&Stream::new(v), &policy, |f| {
                 shown.push((f.mode, f.value.to_vec()));
-            },
-        )
-        .unwrap();
+            })
+            .unwrap();
         shown
     };
     assert_eq!(run(&near), run(&far));
@@ -159,14 +151,14 @@ fn c14_one_factor_drives_position_linearly_and_rotation_by_slerp() {
     let channels: Vec<String> = "x,y,z,qx,qy,qz,qw".split(',').map(String::from).collect();
     let policy: Policy = "fixed:delay=100ms".parse().unwrap();
     let mut seen = Vec::new();
-    replay_stream(
-        &Stream::new(&samples).with_channels(&channels),
-        &policy,
-        &FrameClock::At(vec![Nanos::from_millis(125)]),
-        ClockMapping::Fixed(Nanos::ZERO),
-        |f| seen.push((f.mode, f.value.to_vec(), f.state)),
-    )
-    .unwrap();
+    Replay::new(FrameClock::At(vec![Nanos::from_millis(125)]))
+        .clock(ClockMapping::Fixed(Nanos::ZERO))
+        .stream(
+            &Stream::new(&samples).with_channels(&channels),
+            &policy,
+            |f| seen.push((f.mode, f.value.to_vec(), f.state)),
+        )
+        .unwrap();
     let (mode, v, state) = &seen[0];
     assert_eq!(*mode, Mode::Interpolate);
     assert!((v[0] - 5.0).abs() < 1e-12, "position is linear");
@@ -193,16 +185,12 @@ fn frame_hitches_skip_time_reproducibly() {
     let policy: Policy = "fixed:delay=100ms".parse().unwrap();
     let run = |frames: FrameClock| {
         let mut ats = Vec::new();
-        replay_stream(
-            &Stream::new(&samples),
-            &policy,
-            &frames,
-            ClockMapping::Fixed(Nanos::ZERO),
-            |f| {
+        Replay::new(frames.clone())
+            .clock(ClockMapping::Fixed(Nanos::ZERO))
+            .stream(&Stream::new(&samples), &policy, |f| {
                 ats.push(f.at);
-            },
-        )
-        .unwrap();
+            })
+            .unwrap();
         ats
     };
     let regular = run(FrameClock::Fps(60.0));
@@ -301,28 +289,20 @@ fn correction_distance_of_a_late_sample() {
             .map(|&t| Nanos::from_millis(t))
             .collect(),
     );
-    let m = replay_stream(
-        &Stream::new(&samples),
-        &policy,
-        &at,
-        ClockMapping::Fixed(Nanos::ZERO),
-        |_| {},
-    )
-    .unwrap()
-    .summary();
+    let m = Replay::new(at.clone())
+        .clock(ClockMapping::Fixed(Nanos::ZERO))
+        .stream(&Stream::new(&samples), &policy, |_| {})
+        .unwrap()
+        .summary();
     assert_eq!(m.corrections, 1);
     assert!((m.mean_correction.unwrap() - 20.0).abs() < 1e-9, "{m:?}");
     // In time, the same sample corrects nothing.
     let mut on_time = samples;
     on_time[3].arrival = Nanos::from_millis(60);
-    let m = replay_stream(
-        &Stream::new(&on_time),
-        &policy,
-        &at,
-        ClockMapping::Fixed(Nanos::ZERO),
-        |_| {},
-    )
-    .unwrap()
-    .summary();
+    let m = Replay::new(at.clone())
+        .clock(ClockMapping::Fixed(Nanos::ZERO))
+        .stream(&Stream::new(&on_time), &policy, |_| {})
+        .unwrap()
+        .summary();
     assert_eq!(m.corrections, 0);
 }

@@ -3,8 +3,7 @@
 
 use jitterlab_capture::{Nanos, Sample};
 use jitterlab_replay::{
-    ClockMapping, FrameClock, FramePlan, HoldReason, Mode, Policy, Prepared, Stream,
-    replay_metrics, replay_planned, replay_planned_batch, replay_stream,
+    ClockMapping, FrameClock, HoldReason, Mode, Policy, Prepared, Replay, Stream,
 };
 use proptest::prelude::*;
 
@@ -119,12 +118,9 @@ struct Seen {
 
 fn run(trace: &[Sample], policy: &Policy) -> (Vec<Seen>, jitterlab_replay::Metrics) {
     let mut seen = Vec::new();
-    let m = replay_stream(
-        &Stream::new(trace),
-        policy,
-        &FrameClock::Fps(60.0),
-        ClockMapping::Fixed(Nanos::ZERO),
-        |f| {
+    let m = Replay::new(FrameClock::Fps(60.0))
+        .clock(ClockMapping::Fixed(Nanos::ZERO))
+        .stream(&Stream::new(trace), policy, |f| {
             seen.push(Seen {
                 at: f.at,
                 mode: f.mode,
@@ -135,9 +131,8 @@ fn run(trace: &[Sample], policy: &Policy) -> (Vec<Seen>, jitterlab_replay::Metri
                 from: f.from,
                 to: f.to,
             })
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     (seen, m)
 }
 
@@ -199,12 +194,7 @@ proptest! {
     #[test]
     fn metrics_only_replay_equals_the_frame_by_frame_replay(trace in arb_trace(), (policy, _) in arb_policy()) {
         let (_, with_frames) = run(&trace, &policy);
-        let fast = replay_metrics(
-            &Prepared::new(&Stream::new(&trace)),
-            &policy,
-            &FrameClock::Fps(60.0),
-            ClockMapping::Fixed(Nanos::ZERO),
-        )
+        let fast = Replay::new(FrameClock::Fps(60.0)).clock(ClockMapping::Fixed(Nanos::ZERO)).metrics(&Prepared::new(&Stream::new(&trace)), &policy)
         .unwrap();
         prop_assert_eq!(fast.summary(), with_frames.summary());
     }
@@ -227,9 +217,9 @@ proptest! {
         let prepared = Prepared::new(&Stream::new(&trace));
         // The plan covers the policy's delay (or more), or a random delay that may be shorter.
         let max_delay = plan_delay.map_or(policy.max_delay(), Nanos::from_millis);
-        let plan = FramePlan::new(&prepared, &frames, clock, max_delay).unwrap();
-        let planned = replay_planned(&prepared, &plan, &policy).unwrap();
-        let live = replay_metrics(&prepared, &policy, &frames, clock).unwrap();
+        let plan = Replay::new(frames.clone()).clock(clock).plan(&prepared, max_delay).unwrap();
+        let planned = plan.metrics(&prepared, &policy).unwrap();
+        let live = Replay::new(frames.clone()).clock(clock).metrics(&prepared, &policy).unwrap();
         prop_assert_eq!(planned.summary(), live.summary());
     }
 
@@ -245,11 +235,11 @@ proptest! {
         let prepared = Prepared::new(&Stream::new(&trace));
         let policies: Vec<Policy> = policies.into_iter().map(|(p, _)| p).collect();
         // A plan that may not reach every policy's delay: those replay without it.
-        let plan = FramePlan::new(&prepared, &frames, ClockMapping::Estimated, Nanos::from_millis(plan_delay)).unwrap();
-        let batch = replay_planned_batch(&prepared, &plan, &policies).unwrap();
+        let plan = Replay::new(frames.clone()).clock(ClockMapping::Estimated).plan(&prepared, Nanos::from_millis(plan_delay)).unwrap();
+        let batch = plan.batch(&prepared, &policies).unwrap();
         prop_assert_eq!(batch.len(), policies.len());
         for (policy, m) in policies.iter().zip(&batch) {
-            let alone = replay_planned(&prepared, &plan, policy).unwrap();
+            let alone = plan.metrics(&prepared, policy).unwrap();
             prop_assert_eq!(m.summary(), alone.summary(), "{}", policy);
         }
     }

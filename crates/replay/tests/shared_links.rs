@@ -6,7 +6,7 @@ use jitterlab_capture::decode::{DecoderConfig, DecoderKind, StreamDecoder};
 use jitterlab_capture::synth::{Config, Motion, generate};
 use jitterlab_capture::testdata::shared_data;
 use jitterlab_capture::{Nanos, RecordKind, Sample};
-use jitterlab_replay::{ClockMapping, FrameClock, Policy, Stream, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, Policy, Replay, Stream};
 
 /// 20 Hz snapshots for 5 minutes through a recorded link, decoded into (received, truth).
 fn link_trace(path: &std::path::Path) -> (Vec<Sample>, Vec<Sample>) {
@@ -49,14 +49,10 @@ fn over_recorded_cellular_links_more_delay_means_fewer_holds() {
             let policy: Policy = format!("fixed:delay={delay}ms,max_gap=250ms,capacity=64")
                 .parse()
                 .unwrap();
-            let m = replay_stream(
-                &Stream::new(&received).with_truth(&truth),
-                &policy,
-                &FrameClock::Fps(60.0),
-                ClockMapping::Estimated,
-                |_| {},
-            )
-            .unwrap();
+            let m = Replay::new(FrameClock::Fps(60.0))
+                .clock(ClockMapping::Estimated)
+                .stream(&Stream::new(&received).with_truth(&truth), &policy, |_| {})
+                .unwrap();
             ratios.push(m.summary().hold_ratio);
         }
         assert!(
@@ -71,15 +67,11 @@ fn over_recorded_cellular_links_more_delay_means_fewer_holds() {
             let policy: Policy = format!("jitter:a=1,k={k},max=2s,max_gap=250ms,capacity=64")
                 .parse()
                 .unwrap();
-            let m = replay_stream(
-                &Stream::new(&received).with_truth(&truth),
-                &policy,
-                &FrameClock::Fps(60.0),
-                ClockMapping::Estimated,
-                |_| {},
-            )
-            .unwrap()
-            .summary();
+            let m = Replay::new(FrameClock::Fps(60.0))
+                .clock(ClockMapping::Estimated)
+                .stream(&Stream::new(&received).with_truth(&truth), &policy, |_| {})
+                .unwrap()
+                .summary();
             by_k.push((m.mean_buffer_delay_ms.unwrap(), m.hold_ratio));
         }
         assert!(

@@ -1,7 +1,7 @@
 //! Replaying one stream through several configurations, keeping per-frame logs for figures.
 
 use jitterlab_capture::decode::Decoded;
-use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Stream, Summary, replay_stream};
+use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Replay, Stream, Summary};
 
 use rayon::prelude::*;
 
@@ -65,19 +65,23 @@ pub fn run_policies(
         .par_iter()
         .map(|(label, policy)| {
             let mut log = FrameLog::default();
-            let metrics = replay_stream(&input, policy, frames, clock, |f| {
-                if f.startup {
-                    return;
-                }
-                log.t.push((f.at - start).as_secs_f64());
-                log.depth.push(f.depth as f64);
-                log.ahead_ms
-                    .push(f.ahead.map_or(f64::NAN, |a| a.as_millis_f64()));
-                log.error.push(f.error.unwrap_or(f64::NAN));
-                log.delay_ms
-                    .push(f.delay.map_or(f64::NAN, |d| d.as_millis_f64()));
-                log.mode.push(f.mode);
-            })?;
+            let metrics = Replay::new(FrameClock::clone(frames)).clock(clock).stream(
+                &input,
+                policy,
+                |f| {
+                    if f.startup {
+                        return;
+                    }
+                    log.t.push((f.at - start).as_secs_f64());
+                    log.depth.push(f.depth as f64);
+                    log.ahead_ms
+                        .push(f.ahead.map_or(f64::NAN, |a| a.as_millis_f64()));
+                    log.error.push(f.error.unwrap_or(f64::NAN));
+                    log.delay_ms
+                        .push(f.delay.map_or(f64::NAN, |d| d.as_millis_f64()));
+                    log.mode.push(f.mode);
+                },
+            )?;
             Ok(Run {
                 label: label.clone(),
                 policy: policy.clone(),

@@ -6,9 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::Nanos;
 use jitterlab_capture::output::AtomicFile;
-use jitterlab_replay::{
-    ClockMapping, Frame, FrameClock, Policy, Summary, playout_trace, replay_trace,
-};
+use jitterlab_replay::{ClockMapping, Frame, FrameClock, Policy, Replay, Summary};
 use serde_json::{Value, json};
 
 use crate::input::{DecodeArgs, load};
@@ -226,17 +224,20 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let keep_samples = args.json && args.at.is_some();
     let mut samples = Vec::new();
     let mut write_error: Option<io::Error> = None;
-    let result = replay_trace(&decoded, args.stream, &policy, &frames, clock, |f| {
-        if keep_samples {
-            samples.push(sample_json(f));
-        }
-        if let Some(file) = timeline.as_mut()
-            && write_error.is_none()
-            && let Err(e) = file.write_all(csv_row(f, width).as_bytes())
-        {
-            write_error = Some(e);
-        }
-    })?;
+    let result =
+        Replay::new(frames.clone())
+            .clock(clock)
+            .trace(&decoded, args.stream, &policy, |f| {
+                if keep_samples {
+                    samples.push(sample_json(f));
+                }
+                if let Some(file) = timeline.as_mut()
+                    && write_error.is_none()
+                    && let Err(e) = file.write_all(csv_row(f, width).as_bytes())
+                {
+                    write_error = Some(e);
+                }
+            })?;
     if let Some(e) = write_error {
         return Err(e).context("cannot write the timeline");
     }
@@ -280,7 +281,10 @@ fn run_playout(
     decoded: &jitterlab_capture::Decoded,
 ) -> Result<()> {
     use jitterlab_replay::playout::PlayoutEvent;
-    let played = playout_trace(decoded, args.stream, policy, clock)?;
+    let played =
+        Replay::new(FrameClock::Fps(60.0))
+            .clock(clock)
+            .playout(decoded, args.stream, policy)?;
     if let Some(path) = &args.timeline {
         let mut f = AtomicFile::create(path, args.force)?;
         f.write_all(b"stream,seq,play_ms,event\n")?;

@@ -259,7 +259,7 @@ impl FramePlan {
     ///
     /// # Errors
     /// An invalid frame clock.
-    pub fn new(
+    pub(crate) fn new(
         prepared: &Prepared<'_>,
         frames: &FrameClock,
         clock: ClockMapping,

@@ -16,7 +16,8 @@ mod trace;
 pub use frames::{FrameClock, FramePlan};
 pub use lane::Frame;
 pub use prepare::{Prepared, Stream};
-pub use trace::{StreamPlayout, TracePlayout, TraceReplay, playout_trace, replay_trace};
+pub use trace::{StreamPlayout, TracePlayout, TraceReplay};
+use trace::{playout_trace, replay_trace};
 
 use jitterlab_capture::Nanos;
 
@@ -28,6 +29,139 @@ use crate::policy::{Built, Policy};
 use frames::{FrameSource, LiveFrames, PlannedFrames};
 use lane::Lane;
 
+/// The one door to a replay: how frames are rendered and how the sender's clock maps to the
+/// local one, then what to run: one stream with a per-frame callback ([`Replay::frames`]) or
+/// metrics only ([`Replay::metrics`], the fast path), a batch of configurations over a plan
+/// computed once ([`Replay::plan`], then [`FramePlan::batch`]), every stream of a decoded trace
+/// ([`Replay::trace`]) or its discrete playout ([`Replay::playout`]). Whether a policy runs
+/// on jitterlab's snapshot buffer, an engine of its own or its own playout logic is the
+/// policy's choice ([`crate::Preset`]), never the caller's.
+///
+/// ```
+/// use jitterlab_capture::{Nanos, Sample};
+/// use jitterlab_replay::{ClockMapping, FrameClock, Policy, Prepared, Replay, Stream};
+///
+/// let samples: Vec<Sample> = (0..100)
+///     .map(|i| Sample::new(0, i, Nanos::from_millis(50 * i), Nanos::from_millis(50 * i + 20)))
+///     .collect();
+/// let prepared = Prepared::new(&Stream::new(&samples));
+/// let replay = Replay::new(FrameClock::Fps(60.0)).clock(ClockMapping::Hindsight);
+/// let policies: Vec<Policy> = ["fixed:delay=50ms", "fixed:delay=100ms"]
+///     .iter()
+///     .map(|p| p.parse())
+///     .collect::<Result<_, _>>()?;
+/// let plan = replay.plan(&prepared, Nanos::from_millis(100))?;
+/// let batch = plan.batch(&prepared, &policies)?;
+/// assert_eq!(batch[1], replay.metrics(&prepared, &policies[1])?);
+/// # Ok::<(), jitterlab_replay::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    frames: FrameClock,
+    clock: ClockMapping,
+}
+
+impl Replay {
+    /// Replays rendering frames by `frames`, with the online clock estimate.
+    pub fn new(frames: FrameClock) -> Self {
+        Self {
+            frames,
+            clock: ClockMapping::Estimated,
+        }
+    }
+
+    /// The clock mapping to use.
+    pub fn clock(mut self, clock: ClockMapping) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The frame clock.
+    pub fn frame_clock(&self) -> &FrameClock {
+        &self.frames
+    }
+
+    /// The clock mapping.
+    pub fn clock_mapping(&self) -> ClockMapping {
+        self.clock
+    }
+
+    /// One stream through `policy`, calling `on_frame` for every frame; returns the metrics.
+    /// Error is measured against the stream's ground truth if it has one, else against
+    /// hindsight (every sample that ever arrived).
+    ///
+    /// # Errors
+    /// An invalid frame clock.
+    pub fn stream(
+        &self,
+        stream: &Stream<'_>,
+        policy: &Policy,
+        on_frame: impl FnMut(&Frame<'_>),
+    ) -> Result<Metrics, Error> {
+        self.frames(&Prepared::new(stream), policy, on_frame)
+    }
+
+    /// A prepared stream through `policy`, calling `on_frame` for every frame.
+    ///
+    /// # Errors
+    /// An invalid frame clock.
+    pub fn frames(
+        &self,
+        prepared: &Prepared<'_>,
+        policy: &Policy,
+        mut on_frame: impl FnMut(&Frame<'_>),
+    ) -> Result<Metrics, Error> {
+        run::<true>(prepared, policy, &self.frames, self.clock, &mut on_frame)
+    }
+
+    /// The metrics of a prepared stream through `policy`, without per-frame output (the shown
+    /// values are never materialised; error is computed straight from the bracketing samples).
+    ///
+    /// # Errors
+    /// An invalid frame clock.
+    pub fn metrics(&self, prepared: &Prepared<'_>, policy: &Policy) -> Result<Metrics, Error> {
+        run::<false>(prepared, policy, &self.frames, self.clock, &mut |_| {})
+    }
+
+    /// The frame times and clock offsets of `prepared`, computed once for every policy whose
+    /// delay is at most `max_delay` (a longer one replays without the plan, to the same
+    /// result).
+    ///
+    /// # Errors
+    /// An invalid frame clock.
+    pub fn plan(&self, prepared: &Prepared<'_>, max_delay: Nanos) -> Result<FramePlan, Error> {
+        FramePlan::new(prepared, &self.frames, self.clock, max_delay)
+    }
+
+    /// Every stream of a decoded trace (or only `only`) through `policy`.
+    ///
+    /// # Errors
+    /// An invalid frame clock, or a stream that cannot be replayed (an RTP clock rate unknown).
+    pub fn trace(
+        &self,
+        decoded: &jitterlab_capture::Decoded,
+        only: Option<u32>,
+        policy: &Policy,
+        on_frame: impl FnMut(&Frame<'_>),
+    ) -> Result<TraceReplay, Error> {
+        replay_trace(decoded, only, policy, &self.frames, self.clock, on_frame)
+    }
+
+    /// The discrete playout of every stream of a decoded trace (or only `only`): frames played
+    /// at send time + delay, as the policy plays them (the frame clock is not used).
+    ///
+    /// # Errors
+    /// A policy that only interpolates snapshots, or a stream that cannot be replayed.
+    pub fn playout(
+        &self,
+        decoded: &jitterlab_capture::Decoded,
+        only: Option<u32>,
+        policy: &Policy,
+    ) -> Result<TracePlayout, Error> {
+        playout_trace(decoded, only, policy, self.clock)
+    }
+}
+
 /// Replays one stream through `policy`, calling `on_frame` for every frame, and returns the
 /// metrics.
 ///
@@ -36,7 +170,7 @@ use lane::Lane;
 ///
 /// # Errors
 /// An invalid frame clock.
-pub fn replay_stream(
+pub(crate) fn replay_stream(
     stream: &Stream<'_>,
     policy: &Policy,
     frames: &FrameClock,
@@ -50,7 +184,7 @@ pub fn replay_stream(
 ///
 /// # Errors
 /// An invalid frame clock.
-pub fn replay_prepared(
+pub(crate) fn replay_prepared(
     prepared: &Prepared<'_>,
     policy: &Policy,
     frames: &FrameClock,
@@ -66,7 +200,7 @@ pub fn replay_prepared(
 ///
 /// # Errors
 /// An invalid frame clock.
-pub fn replay_metrics(
+pub(crate) fn replay_metrics(
     prepared: &Prepared<'_>,
     policy: &Policy,
     frames: &FrameClock,
@@ -113,7 +247,7 @@ fn dispatch<const FRAMES: bool, F: FrameSource>(
 ///
 /// # Errors
 /// None at present beyond those of [`replay_metrics`].
-pub fn replay_planned(
+pub(crate) fn replay_planned(
     prepared: &Prepared<'_>,
     plan: &FramePlan,
     policy: &Policy,
@@ -140,7 +274,32 @@ pub fn replay_planned(
 ///
 /// # Errors
 /// None at present beyond those of [`replay_metrics`].
-pub fn replay_planned_batch(
+impl FramePlan {
+    /// The metrics of `policy` over `prepared` (the stream this plan was made for), exactly as
+    /// [`Replay::metrics`] gives them, with the frames and clock offsets read from the plan.
+    ///
+    /// # Errors
+    /// None at present beyond those of [`Replay::metrics`].
+    pub fn metrics(&self, prepared: &Prepared<'_>, policy: &Policy) -> Result<Metrics, Error> {
+        replay_planned(prepared, self, policy)
+    }
+
+    /// The metrics of each of `policies` over `prepared` (the stream this plan was made for),
+    /// exactly as [`FramePlan::metrics`] gives them: policies on jitterlab's snapshot buffer
+    /// whose delay the plan covers run side by side in one pass, the rest one at a time.
+    ///
+    /// # Errors
+    /// None at present beyond those of [`Replay::metrics`].
+    pub fn batch(
+        &self,
+        prepared: &Prepared<'_>,
+        policies: &[Policy],
+    ) -> Result<Vec<Metrics>, Error> {
+        replay_planned_batch(prepared, self, policies)
+    }
+}
+
+pub(crate) fn replay_planned_batch(
     prepared: &Prepared<'_>,
     plan: &FramePlan,
     policies: &[Policy],

@@ -23,7 +23,7 @@ pub struct TraceReplay {
 ///
 /// # Errors
 /// An invalid frame clock, or an RTP stream whose clock rate is unknown (its send times are).
-pub fn replay_trace(
+pub(crate) fn replay_trace(
     decoded: &Decoded,
     only: Option<u32>,
     policy: &Policy,
@@ -67,7 +67,7 @@ pub struct TracePlayout {
 ///
 /// # Errors
 /// A policy that only interpolates snapshots, or a stream without send times.
-pub fn playout_trace(
+pub(crate) fn playout_trace(
     decoded: &Decoded,
     only: Option<u32>,
     policy: &Policy,
