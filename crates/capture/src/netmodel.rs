@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::Error;
-use crate::synth::Rng;
+use crate::rng::Rng;
 use crate::time::{Nanos, parse_duration};
 
 /// The distribution of the variable part of the delay.

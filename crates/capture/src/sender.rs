@@ -195,7 +195,7 @@ pub fn send(
             summary.max_late = summary.max_late.max(at.saturating_duration_since(due));
             if let Some(w) = &mut log {
                 let mut rec = Record::sent(send, payload);
-                rec.direction = Direction::Unknown.code();
+                rec.direction = Direction::Unknown;
                 rec.src = Some(Endpoint(local));
                 rec.dst = Some(Endpoint(config.to));
                 w.write(&rec)?;

@@ -17,7 +17,7 @@ use std::io::Read;
 use crate::Error;
 use crate::sdp::{self, RtpMap};
 use crate::time::Nanos;
-use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
+use crate::trace::{Direction, Endpoint, Header, Reader, Record, RecordKind};
 
 /// Why one packet could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -405,7 +405,7 @@ enum StreamKey {
     },
     Probe {
         stream: u32,
-        direction: u8,
+        direction: Direction,
     },
     Flow {
         stream: u32,

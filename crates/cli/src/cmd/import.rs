@@ -5,10 +5,10 @@ use std::io::{BufReader, Read};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use jitterlab_capture::Writer;
 use jitterlab_capture::decode::DecoderConfig;
 use jitterlab_capture::import::import_csv;
 use jitterlab_capture::output::AtomicFile;
+use jitterlab_capture::{RecordKind, Writer};
 
 use crate::input::{DecodeArgs, decode_capture, is_capture, read_capture};
 
@@ -69,7 +69,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .into_inner()
         .commit()
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let received = imported.records.iter().filter(|r| r.kind == 0).count();
+    let received = imported
+        .records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Received)
+        .count();
     eprintln!(
         "imported {received} packets{} from {display} into {}",
         if imported.lost_rows > 0 {
