@@ -258,13 +258,18 @@ impl Config {
     /// A rate that is not in (0, 100 000] Hz, or a negative duration.
     pub fn validate(&self) -> Result<(), Error> {
         if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= 100_000.0) {
-            return Err(Error::Invalid(format!(
-                "--rate {} is out of range (allowed: >0 to 100000 Hz)",
-                self.rate_hz
-            )));
+            return Err(Error::Setting {
+                setting: "rate",
+                value: self.rate_hz.to_string(),
+                reason: "out of range (allowed: >0 to 100000 Hz)".into(),
+            });
         }
         if self.duration < Nanos::ZERO {
-            return Err(Error::Invalid("--duration must not be negative".into()));
+            return Err(Error::Setting {
+                setting: "duration",
+                value: crate::spec::format_duration(self.duration),
+                reason: "must not be negative".into(),
+            });
         }
         Ok(())
     }

@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS, // `jitterlab … | head`
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", input::describe(&err));
             ExitCode::from(2)
         }
     }

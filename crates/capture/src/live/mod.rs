@@ -145,13 +145,12 @@ pub fn run(
     if let Some(spec) = &config.impair
         && spec.has_receiver_keys()
     {
-        return Err(Error::Invalid(
-            "--impair: offset, drift and pause describe a receiver's clock; a relay cannot apply them"
-                .into(),
-        ));
+        return Err(Error::Impairment(Box::new(Error::ReceiverKeys)));
     }
-    let listen = UdpSocket::bind(config.listen)
-        .map_err(|e| Error::Invalid(format!("cannot listen on {}: {e}", config.listen)))?;
+    let listen = UdpSocket::bind(config.listen).map_err(|source| Error::Listen {
+        addr: config.listen,
+        source,
+    })?;
     let local = listen.local_addr()?;
     let models = match &config.impair {
         Some(spec) if config.forward.is_some() => {
@@ -159,7 +158,7 @@ pub fn run(
             let new = |seed| {
                 Model::new(spec.clone(), seed)
                     .map(Mutex::new)
-                    .map_err(|e| Error::Invalid(format!("--impair: {e}")))
+                    .map_err(|e| Error::Impairment(Box::new(e)))
             };
             Some([new(seed)?, new(seed ^ 0x9e37_79b9_7f4a_7c15)?])
         }
@@ -240,8 +239,9 @@ pub fn run(
                     .filter_map(|(_, h)| h.take())
                     .collect();
                 for h in handles {
-                    h.join()
-                        .map_err(|_| Error::Invalid("an upstream thread panicked".into()))??;
+                    h.join().map_err(|_| Error::Panicked {
+                        thread: "an upstream thread",
+                    })??;
                 }
                 Ok(())
             }));
@@ -277,7 +277,9 @@ pub fn run(
                 first_error.get_or_insert(e);
             }
             Err(_) => {
-                first_error.get_or_insert(Error::Invalid("a receiver thread panicked".into()));
+                first_error.get_or_insert(Error::Panicked {
+                    thread: "a receiver thread",
+                });
             }
         }
     }
@@ -285,7 +287,11 @@ pub fn run(
     shared.tx.lock().map_err(poisoned)?.take();
     let records = match writer.join() {
         Ok(r) => r?,
-        Err(_) => return Err(Error::Invalid("the writer thread panicked".into())),
+        Err(_) => {
+            return Err(Error::Panicked {
+                thread: "the writer thread",
+            });
+        }
     };
     if let Some(e) = first_error {
         return Err(e);
@@ -306,7 +312,7 @@ pub fn run(
 }
 
 pub(crate) fn poisoned<T>(_: T) -> Error {
-    Error::Invalid("internal lock poisoned".into())
+    Error::Poisoned
 }
 
 fn current_status(shared: &Shared, live: &Mutex<LiveStats>, start: Instant) -> Status {

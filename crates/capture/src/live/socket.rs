@@ -63,10 +63,14 @@ impl StampedSocket {
     /// # Errors
     /// The socket options cannot be set.
     pub fn new(sock: UdpSocket, snaplen: usize) -> Result<Self, Error> {
-        setsockopt(&sock, sockopt::ReceiveTimestampns, &true)
-            .map_err(|e| Error::Invalid(format!("cannot enable SO_TIMESTAMPNS: {e}")))?;
-        setsockopt(&sock, sockopt::RxqOvfl, &1)
-            .map_err(|e| Error::Invalid(format!("cannot enable SO_RXQ_OVFL: {e}")))?;
+        setsockopt(&sock, sockopt::ReceiveTimestampns, &true).map_err(|e| Error::SocketOption {
+            option: "SO_TIMESTAMPNS",
+            source: e.into(),
+        })?;
+        setsockopt(&sock, sockopt::RxqOvfl, &1).map_err(|e| Error::SocketOption {
+            option: "SO_RXQ_OVFL",
+            source: e.into(),
+        })?;
         // The kernel caps this at net.core.rmem_max; a smaller buffer only means earlier drops,
         // which SO_RXQ_OVFL reports.
         let _ = setsockopt(&sock, sockopt::RcvBuf, &(8 << 20));

@@ -166,6 +166,21 @@ mod tests {
     }
 
     #[test]
+    fn unknown_kind_and_direction_codes_are_kept_byte_for_byte() {
+        let mut r = Record::received(Nanos(7), vec![1]);
+        r.kind = RecordKind::from_code(9);
+        r.direction = Direction::from_code(5);
+        let bytes = write(std::slice::from_ref(&r));
+        let back = Reader::new(&bytes[..]).unwrap().next().unwrap().unwrap();
+        assert_eq!(
+            (back.kind, back.direction),
+            (RecordKind::Other(9), Direction::Other(5))
+        );
+        assert_eq!(write(&[back]), bytes);
+        assert_eq!(RecordKind::Other(0), RecordKind::Received);
+    }
+
+    #[test]
     fn another_format_is_not_a_trace() {
         let err = Reader::new(&b"seq,send_ms,arrival_ms\n1,2,3\n"[..]).unwrap_err();
         assert!(matches!(err, Error::NotATrace { .. }), "{err}");
