@@ -96,7 +96,7 @@ pub enum Error {
     },
     /// A model the relay's impairment cannot apply (a bad model, or receiver-side keys).
     #[error("impairment: {0}")]
-    Impairment(Box<Error>),
+    Impairment(Box<Self>),
     /// Receiver-side model keys given where only the network can be modelled (the relay).
     #[error("offset, drift and pause describe a receiver's clock; a relay cannot apply them")]
     ReceiverKeys,

@@ -9,10 +9,10 @@
 //! # Features
 //! Both are on by default; a crate that only reads traces (the replay engine) turns them off
 //! and builds without their dependencies.
-//! - `import`: [`import`] (CSV logs, through `csv`) and [`pcap::read_capture`] (pcap and
-//!   pcapng, through `pcap-parser` and `etherparse`).
-//! - `live`: [`live`] (capture, the recording relay and its impairment) and [`sender`] (the
-//!   probe sender), through `nix`.
+//! - `import`: `import` (CSV logs, through `csv`) and `pcap::read_capture` (pcap and pcapng,
+//!   through `pcap-parser` and `etherparse`).
+//! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
+//!   sender), through `nix`.
 //!
 //! # Example
 //! ```

@@ -24,6 +24,7 @@
 //! line) and `writer` (the thread that appends to the file). This file starts and stops them.
 //!
 //! [`RecordKind::Stats`]: crate::trace::RecordKind::Stats
+//! [`flags::KERNEL_TIMESTAMP`]: crate::trace::flags::KERNEL_TIMESTAMP
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -1,6 +1,6 @@
 //! Reading pcap and pcapng capture files into trace records.
 //!
-//! Every UDP datagram becomes a [`Record`] with its capture time (nanoseconds since the Unix
+//! Every UDP datagram becomes a [`Record`](crate::Record) with its capture time (nanoseconds since the Unix
 //! epoch; nanosecond-resolution files keep their resolution), endpoints and payload. Link types:
 //! Ethernet (with VLAN tags), Linux cooked SLL and SLL2, BSD loopback (NULL/LOOP) and raw IP;
 //! IPv4 and IPv6. IP fragments are reassembled (etherparse's defragmentation pool); fragments
@@ -11,7 +11,7 @@
 //! payload types get their clock rates.
 //!
 //! [`CaptureSummary`], [`LinkType`] and [`header_for`] need no parser and are always built;
-//! the reader itself ([`read_capture`]) comes with the `import` feature.
+//! the reader itself (`read_capture`) comes with the `import` feature.
 
 #[cfg(feature = "import")]
 mod read;

@@ -6,10 +6,10 @@
 //! The format is append-only and crash-tolerant: a writer killed at any byte leaves a file
 //! whose complete records all read back. [`Reader`] stops at a cut-off tail and reports its
 //! length ([`Reader::trailing_bytes`]); a record that is malformed (not merely cut short) is an
-//! [`Error::CorruptRecord`] naming its byte offset.
+//! [`Error::CorruptRecord`](crate::Error::CorruptRecord) naming its byte offset.
 //!
 //! One job per file: [`record`] is what one packet is (its typed kind and direction, and the
-//! exact MessagePack bytes it takes), [`write`] appends records after a header, [`read`]
+//! exact MessagePack bytes it takes), [`write`](mod@write) appends records after a header, [`read`](mod@read)
 //! streams them back.
 
 use std::collections::BTreeMap;
