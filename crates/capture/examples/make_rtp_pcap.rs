@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use jitterlab_capture::synth::Rng;
+use jitterlab_capture::rng::Rng;
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);

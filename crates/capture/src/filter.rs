@@ -56,7 +56,7 @@ impl Filter {
     /// Parses an expression.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the word that does not fit.
+    /// [`Error::Filter`] naming the word that does not fit.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let tokens = tokenize(text);
         if tokens.is_empty() {
@@ -124,7 +124,10 @@ fn in_net(ip: IpAddr, net: IpAddr, len: u8) -> bool {
 }
 
 fn invalid(text: &str, why: &str) -> Error {
-    Error::Invalid(format!("--filter '{text}': {why}"))
+    Error::Filter {
+        text: text.to_owned(),
+        reason: why.to_owned(),
+    }
 }
 
 fn tokenize(text: &str) -> Vec<String> {

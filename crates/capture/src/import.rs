@@ -242,7 +242,7 @@ mod tests {
         let csv = "stream,seq,send_ms,arrival_ms,x,y\n0,1,0,5,1,2\n0,2,50,,3,4\n";
         let imported = import_csv(csv.as_bytes(), "t.csv").unwrap();
         assert_eq!(imported.lost_rows, 1);
-        let kinds: Vec<u8> = imported.records.iter().map(|r| r.kind).collect();
+        let kinds: Vec<u8> = imported.records.iter().map(|r| r.kind.code()).collect();
         assert_eq!(kinds, vec![1, 0, 1]); // sent@0, received@5, sent@50
     }
 

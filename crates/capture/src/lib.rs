@@ -6,8 +6,17 @@
 //! its sequence number, send time (sender clock) and arrival time (local clock) kept apart
 //! (contracts C1, C2). [`stats::stream_stats`] gives what `jitterlab info` prints.
 //!
+//! # Features
+//! Both are on by default; a crate that only reads traces (the replay engine) turns them off
+//! and builds without their dependencies.
+//! - `import`: `import` (CSV logs, through `csv`) and `pcap::read_capture` (pcap and pcapng,
+//!   through `pcap-parser` and `etherparse`).
+//! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
+//!   sender), through `nix`.
+//!
 //! # Example
 //! ```
+//! # #[cfg(feature = "import")] {
 //! use jitterlab_capture::{Reader, Writer, import::import_csv, decode::decode_trace};
 //!
 //! let csv = "seq,send_ms,arrival_ms,value\n3,150,151,15\n1,50,152,5\n2,100,153,10\n";
@@ -20,18 +29,24 @@
 //! let decoded = decode_trace(Reader::new(&bytes[..])?, None)?;
 //! let seqs: Vec<i64> = decoded.samples.iter().map(|s| s.seq).collect();
 //! assert_eq!(seqs, [3, 1, 2]); // arrival order, as received
+//! # }
 //! # Ok::<(), jitterlab_capture::Error>(())
 //! ```
 
 pub mod decode;
 mod error;
 pub mod filter;
+pub mod format;
+#[cfg(feature = "import")]
 pub mod import;
+#[cfg(feature = "live")]
 pub mod live;
 pub mod netmodel;
 pub mod output;
 pub mod pcap;
+pub mod rng;
 pub mod sdp;
+#[cfg(feature = "live")]
 pub mod sender;
 pub mod spec;
 pub mod stats;
@@ -42,5 +57,6 @@ pub mod trace;
 
 pub use decode::{Decoded, Sample, StreamInfo};
 pub use error::Error;
+pub use format::Format;
 pub use time::Nanos;
 pub use trace::{Header, Reader, Record, RecordKind, Writer};

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::Error;
-use crate::synth::Rng;
+use crate::rng::Rng;
+use crate::spec::{self, SpecError, format_duration, format_share};
 use crate::time::{Nanos, parse_duration};
 
 /// The distribution of the variable part of the delay.
@@ -136,96 +137,62 @@ pub const KEYS: &str = "delay, jitter, dist, alpha, tail, tail_delay, loss, burs
     reorder_delay, duplicate, spike_rate, spike_delay, spike_len, route, offset, drift, pause, \
     link, queue, delays, scale, seed";
 
-fn bad(key: &str, reason: impl Into<String>) -> Error {
-    Error::Invalid(format!("model key {key}: {}", reason.into()))
+/// An error naming the model key at fault.
+fn bad(key: &str, reason: SpecError) -> Error {
+    Error::ModelKey {
+        key: key.to_owned(),
+        reason,
+    }
 }
 
+/// A share in `[0, max_exclusive)`, naming the key when it is not.
 fn share(key: &str, v: &str, max_exclusive: f64) -> Result<f64, Error> {
-    let x = match v.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => v.parse::<f64>(),
-    }
-    .map_err(|_| bad(key, format!("'{v}' is not a share (e.g. 2% or 0.02)")))?;
-    if !(0.0..max_exclusive).contains(&x) {
-        return Err(bad(
-            key,
-            format!(
-                "{v} is out of range (allowed: 0% to below {}%)",
-                max_exclusive * 100.0
-            ),
-        ));
-    }
-    Ok(x)
+    spec::share_below(v, max_exclusive).map_err(|e| bad(key, e))
 }
 
+/// A duration at least `min`, naming the key when it is not.
 fn duration(key: &str, v: &str, min: Nanos) -> Result<Nanos, Error> {
-    let d = parse_duration(v).map_err(|e| bad(key, e))?;
-    if d < min {
-        return Err(bad(
-            key,
-            format!("{v} is out of range (allowed: ≥ {})", fmt_dur(min)),
-        ));
-    }
-    Ok(d)
+    spec::duration_at_least(v, min).map_err(|e| bad(key, e))
 }
 
+/// A number for which `ok` holds, naming the key when it does not.
 fn number(key: &str, v: &str, ok: impl Fn(f64) -> bool, range: &str) -> Result<f64, Error> {
-    let x: f64 = v
-        .parse()
-        .map_err(|_| bad(key, format!("'{v}' is not a number")))?;
-    if !x.is_finite() || !ok(x) {
-        return Err(bad(key, format!("{v} is out of range (allowed: {range})")));
-    }
-    Ok(x)
+    spec::number(v, ok, range).map_err(|e| bad(key, e))
+}
+
+/// A malformed value of `key`: `'{v}' is not {expected}`.
+fn malformed(key: &str, v: &str, expected: &str) -> Error {
+    bad(
+        key,
+        SpecError::Malformed {
+            value: v.to_owned(),
+            expected: expected.to_owned(),
+        },
+    )
 }
 
 /// `STEP@AT` or `LEN@AT`, e.g. `+30ms@20s`, `3s@60s`.
 fn at_pair(key: &str, v: &str, min_first: Nanos) -> Result<(Nanos, Nanos), Error> {
-    let (a, b) = v.split_once('@').ok_or_else(|| {
-        bad(
-            key,
-            format!("'{v}' is not of the form VALUE@TIME, e.g. 3s@60s"),
-        )
-    })?;
+    let (a, b) = v
+        .split_once('@')
+        .ok_or_else(|| malformed(key, v, "of the form VALUE@TIME, e.g. 3s@60s"))?;
     let first = duration(key, a.trim_start_matches('+'), min_first)?;
     let at = duration(key, b, Nanos::ZERO)?;
     Ok((first, at))
 }
 
-fn fmt_dur(d: Nanos) -> String {
-    let ms = d.as_nanos() as f64 / 1e6;
-    let mut s = format!("{ms:.6}");
-    while s.ends_with('0') {
-        s.pop();
-    }
-    if s.ends_with('.') {
-        s.pop();
-    }
-    format!("{s}ms")
-}
-
-fn fmt_share(x: f64) -> String {
-    let mut s = format!("{:.6}", x * 100.0);
-    while s.ends_with('0') {
-        s.pop();
-    }
-    if s.ends_with('.') {
-        s.pop();
-    }
-    format!("{s}%")
-}
-
 impl ModelSpec {
-    /// Applies `key=value` pairs over this spec.
+    /// Applies `key=value` pairs over this spec. A key given twice takes its last value, so
+    /// that a model string can be extended by appending (`$BASE,loss=5%`).
     ///
     /// # Errors
     /// An unknown key, a malformed value or one out of range, naming the key and the range.
     pub fn apply(&mut self, text: &str) -> Result<(), Error> {
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (key, v) = item
-                .split_once('=')
-                .ok_or_else(|| bad(item, "expected key=value"))?;
-            let (key, v) = (key.trim(), v.trim());
+        let pairs = spec::parse_pairs_allowing_repeats(text).map_err(|e| match &e {
+            SpecError::NotAPair(item) => bad(item, e.clone()),
+            _ => bad(text, e.clone()),
+        })?;
+        for (key, v) in pairs {
             match key {
                 "delay" => self.delay = duration(key, v, Nanos::ZERO)?,
                 "jitter" => self.jitter = duration(key, v, Nanos::ZERO)?,
@@ -236,9 +203,10 @@ impl ModelSpec {
                         "pareto" => Dist::Pareto,
                         "uniform" => Dist::Uniform,
                         _ => {
-                            return Err(bad(
+                            return Err(malformed(
                                 key,
-                                format!("'{v}' (allowed: exp, normal, pareto, uniform)"),
+                                v,
+                                "a distribution (allowed: exp, normal, pareto, uniform)",
                             ));
                         }
                     }
@@ -275,7 +243,8 @@ impl ModelSpec {
                     self.route = Some((if negative { -step } else { step }, at));
                 }
                 "offset" => {
-                    self.offset = parse_duration(v).map_err(|e| bad(key, e))?;
+                    self.offset =
+                        parse_duration(v).map_err(|e| bad(key, SpecError::Duration(e)))?;
                 }
                 "drift" => {
                     let v = v.strip_suffix("ppm").unwrap_or(v);
@@ -292,19 +261,24 @@ impl ModelSpec {
                         .ok_or_else(|| {
                             bad(
                                 key,
-                                format!("{v} is out of range (allowed: 1 to 1000000 packets)"),
+                                SpecError::OutOfRange {
+                                    value: v.to_owned(),
+                                    allowed: "1 to 1000000 packets".to_owned(),
+                                },
                             )
                         })?;
                 }
                 "delays" => self.delays = Some(PathBuf::from(v)),
                 "scale" => self.scale = number(key, v, |x| x > 0.0 && x <= 1000.0, ">0 to 1000")?,
                 "seed" => {
-                    self.seed = Some(
-                        v.parse()
-                            .map_err(|_| bad(key, format!("'{v}' is not a whole number")))?,
-                    );
+                    self.seed = Some(v.parse().map_err(|_| malformed(key, v, "a whole number"))?);
                 }
-                other => return Err(bad(other, format!("unknown key (known: {KEYS})"))),
+                other => {
+                    return Err(Error::UnknownModelKey {
+                        key: other.to_owned(),
+                        known: KEYS,
+                    });
+                }
             }
         }
         Ok(())
@@ -330,9 +304,9 @@ impl fmt::Display for ModelSpec {
     /// The canonical model string: every key that differs from the default, in a fixed order.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = Self::default();
-        let mut parts: Vec<String> = vec![format!("delay={}", fmt_dur(self.delay))];
+        let mut parts: Vec<String> = vec![format!("delay={}", format_duration(self.delay))];
         if self.jitter != d.jitter {
-            parts.push(format!("jitter={}", fmt_dur(self.jitter)));
+            parts.push(format!("jitter={}", format_duration(self.jitter)));
         }
         if self.dist != d.dist {
             parts.push(format!("dist={}", self.dist.name()));
@@ -341,43 +315,50 @@ impl fmt::Display for ModelSpec {
             parts.push(format!("alpha={}", self.alpha));
         }
         if self.tail != d.tail {
-            parts.push(format!("tail={}", fmt_share(self.tail)));
-            parts.push(format!("tail_delay={}", fmt_dur(self.tail_delay)));
+            parts.push(format!("tail={}", format_share(self.tail)));
+            parts.push(format!("tail_delay={}", format_duration(self.tail_delay)));
         }
         if self.loss != d.loss {
-            parts.push(format!("loss={}", fmt_share(self.loss)));
+            parts.push(format!("loss={}", format_share(self.loss)));
         }
         if let Some(b) = self.burst {
             parts.push(format!("burst={b}"));
         }
         if self.reorder != d.reorder {
-            parts.push(format!("reorder={}", fmt_share(self.reorder)));
-            parts.push(format!("reorder_delay={}", fmt_dur(self.reorder_delay)));
+            parts.push(format!("reorder={}", format_share(self.reorder)));
+            parts.push(format!(
+                "reorder_delay={}",
+                format_duration(self.reorder_delay)
+            ));
         }
         if self.duplicate != d.duplicate {
-            parts.push(format!("duplicate={}", fmt_share(self.duplicate)));
+            parts.push(format!("duplicate={}", format_share(self.duplicate)));
         }
         if self.spike_rate != d.spike_rate {
             parts.push(format!("spike_rate={}", self.spike_rate));
-            parts.push(format!("spike_delay={}", fmt_dur(self.spike_delay)));
-            parts.push(format!("spike_len={}", fmt_dur(self.spike_len)));
+            parts.push(format!("spike_delay={}", format_duration(self.spike_delay)));
+            parts.push(format!("spike_len={}", format_duration(self.spike_len)));
         }
         if let Some((step, at)) = self.route {
             let sign = if step < Nanos::ZERO { "-" } else { "+" };
             parts.push(format!(
                 "route={sign}{}@{}",
-                fmt_dur(step.abs()),
-                fmt_dur(at)
+                format_duration(step.abs()),
+                format_duration(at)
             ));
         }
         if self.offset != d.offset {
-            parts.push(format!("offset={}", fmt_dur(self.offset)));
+            parts.push(format!("offset={}", format_duration(self.offset)));
         }
         if self.drift_ppm != d.drift_ppm {
             parts.push(format!("drift={}ppm", self.drift_ppm));
         }
         if let Some((len, at)) = self.pause {
-            parts.push(format!("pause={}@{}", fmt_dur(len), fmt_dur(at)));
+            parts.push(format!(
+                "pause={}@{}",
+                format_duration(len),
+                format_duration(at)
+            ));
         }
         if let Some(p) = &self.link {
             parts.push(format!("link={}", p.display()));
@@ -396,6 +377,16 @@ impl fmt::Display for ModelSpec {
     }
 }
 
+/// An error about a file a model reads, at a one-based line if one is at fault.
+fn model_file(what: &'static str, path: &Path, line: Option<usize>, reason: String) -> Error {
+    Error::ModelFile {
+        what,
+        path: path.display().to_string(),
+        line: line.map(|l| l as u64),
+        reason,
+    }
+}
+
 /// Reads a Mahimahi delivery trace: one millisecond timestamp per line, non-decreasing; each
 /// line is one opportunity to deliver up to 1500 bytes. Returns the opportunities in ns.
 ///
@@ -403,7 +394,7 @@ impl fmt::Display for ModelSpec {
 /// I/O errors, and a line that is not a whole number or goes backwards (naming the line).
 pub fn read_mahimahi(path: &Path) -> Result<Vec<Nanos>, Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Invalid(format!("link trace {}: {e}", path.display())))?;
+        .map_err(|e| model_file("link trace", path, None, e.to_string()))?;
     let mut out = Vec::new();
     let mut prev = 0u64;
     for (i, line) in text.lines().enumerate() {
@@ -412,27 +403,31 @@ pub fn read_mahimahi(path: &Path) -> Result<Vec<Nanos>, Error> {
             continue;
         }
         let ms: u64 = line.parse().map_err(|_| {
-            Error::Invalid(format!(
-                "link trace {} line {}: '{line}' is not a whole number of milliseconds",
-                path.display(),
-                i + 1
-            ))
+            model_file(
+                "link trace",
+                path,
+                Some(i + 1),
+                format!("'{line}' is not a whole number of milliseconds"),
+            )
         })?;
         if ms < prev || ms > 1 << 40 {
-            return Err(Error::Invalid(format!(
-                "link trace {} line {}: timestamp {ms} goes backwards or is absurd",
-                path.display(),
-                i + 1
-            )));
+            return Err(model_file(
+                "link trace",
+                path,
+                Some(i + 1),
+                format!("timestamp {ms} goes backwards or is absurd"),
+            ));
         }
         prev = ms;
         out.push(Nanos::from_millis(ms as i64));
     }
     if out.is_empty() || prev == 0 {
-        return Err(Error::Invalid(format!(
-            "link trace {}: no delivery opportunity after 0 ms (the trace must span some time)",
-            path.display()
-        )));
+        return Err(model_file(
+            "link trace",
+            path,
+            None,
+            "no delivery opportunity after 0 ms (the trace must span some time)".into(),
+        ));
     }
     Ok(out)
 }
@@ -444,7 +439,7 @@ pub fn read_mahimahi(path: &Path) -> Result<Vec<Nanos>, Error> {
 /// I/O errors, and a malformed or negative value (naming the line).
 pub fn read_delay_series(path: &Path) -> Result<Vec<Nanos>, Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Invalid(format!("delay series {}: {e}", path.display())))?;
+        .map_err(|e| model_file("delay series", path, None, e.to_string()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -456,19 +451,17 @@ pub fn read_delay_series(path: &Path) -> Result<Vec<Nanos>, Error> {
             Ok(ms) if ms.is_finite() && ms >= 0.0 => out.push(Nanos::from_millis_f64(ms)),
             _ if i == 0 => continue, // a header row
             _ => {
-                return Err(Error::Invalid(format!(
-                    "delay series {} line {}: '{field}' is not a delay in ms (≥ 0)",
-                    path.display(),
-                    i + 1
-                )));
+                return Err(model_file(
+                    "delay series",
+                    path,
+                    Some(i + 1),
+                    format!("'{field}' is not a delay in ms (≥ 0)"),
+                ));
             }
         }
     }
     if out.is_empty() {
-        return Err(Error::Invalid(format!(
-            "delay series {}: no delays",
-            path.display()
-        )));
+        return Err(model_file("delay series", path, None, "no delays".into()));
     }
     Ok(out)
 }
@@ -759,6 +752,19 @@ mod tests {
             Some((Nanos::from_millis(-5), Nanos::from_secs(10)))
         );
         assert_eq!(s.to_string().parse::<ModelSpec>().unwrap(), s);
+    }
+
+    #[test]
+    fn a_tiny_share_prints_back_as_itself_and_a_later_key_wins() {
+        // The printing twin of the round-trip bug `policy_parse` found: 7e-115 once printed as
+        // `loss=0%`.
+        let s = ModelSpec {
+            loss: 7e-115,
+            ..ModelSpec::default()
+        };
+        assert_eq!(s.to_string().parse::<ModelSpec>().unwrap(), s);
+        let s: ModelSpec = "loss=1%,delay=5ms,loss=2%".parse().unwrap();
+        assert_eq!(s.loss, 0.02);
     }
 
     #[test]

@@ -93,16 +93,18 @@ pub fn send(
     stop: &AtomicBool,
 ) -> Result<SendSummary, Error> {
     if config.size > 65_507 {
-        return Err(Error::Invalid(format!(
-            "--size {}: a UDP datagram carries at most 65507 bytes",
-            config.size
-        )));
+        return Err(Error::Setting {
+            setting: "size",
+            value: config.size.to_string(),
+            reason: "a UDP datagram carries at most 65507 bytes".into(),
+        });
     }
     if !(config.rate_hz > 0.0 && config.rate_hz <= 1_000_000.0) {
-        return Err(Error::Invalid(format!(
-            "--rate {}: must be above 0 and at most 1000000 packets/s",
-            config.rate_hz
-        )));
+        return Err(Error::Setting {
+            setting: "rate",
+            value: config.rate_hz.to_string(),
+            reason: "must be above 0 and at most 1000000 packets/s".into(),
+        });
     }
     let bind: SocketAddr = if config.to.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
@@ -195,7 +197,7 @@ pub fn send(
             summary.max_late = summary.max_late.max(at.saturating_duration_since(due));
             if let Some(w) = &mut log {
                 let mut rec = Record::sent(send, payload);
-                rec.direction = Direction::Unknown.code();
+                rec.direction = Direction::Unknown;
                 rec.src = Some(Endpoint(local));
                 rec.dst = Some(Endpoint(config.to));
                 w.write(&rec)?;

@@ -62,6 +62,25 @@ pub fn parse_pairs(text: &str) -> Result<Vec<(&str, &str)>, SpecError> {
     Ok(pairs)
 }
 
+/// Splits `key=value,key=value` like [`parse_pairs`], but keeps a key given twice (each
+/// occurrence in order), for lists where a later value overrides an earlier one (network
+/// models: `$BASE,loss=5%`).
+///
+/// # Errors
+/// An item without `=`.
+pub fn parse_pairs_allowing_repeats(text: &str) -> Result<Vec<(&str, &str)>, SpecError> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| SpecError::NotAPair(item.to_owned()))?;
+            Ok((key.trim(), value.trim()))
+        })
+        .collect()
+}
+
 /// Writes pairs as `key=value,key=value`.
 pub fn write_pairs<K: fmt::Display, V: fmt::Display>(
     f: &mut fmt::Formatter<'_>,

@@ -3,8 +3,8 @@
 //!
 //! Every trace carries the sender's full stream as ground truth (`Sent` records, including the
 //! packets the network lost) next to what was received. The same configuration and seed always
-//! give the same bytes: the random generator is xoshiro256** seeded by SplitMix64, written out
-//! here so no dependency upgrade can change it, and the header's creation time is fixed.
+//! give the same bytes: the random generator is [`rng::Rng`](crate::rng::Rng) (xoshiro256**, written
+//! out so no dependency upgrade can change it), and the header's creation time is fixed.
 //!
 //! Generation streams: records leave a small heap in time order as soon as no later packet can
 //! precede them, so memory does not grow with the trace's length.
@@ -20,60 +20,11 @@ use crate::netmodel::{Model, ModelSpec};
 use crate::time::Nanos;
 use crate::trace::{Clock, Header, Record, Source, Writer};
 
-/// A small, fast, reproducible random generator (xoshiro256**, Blackman & Vigna 2018).
-#[derive(Clone, Debug)]
-pub struct Rng([u64; 4]);
-
-impl Rng {
-    /// Seeds the state with SplitMix64, as the xoshiro authors recommend.
-    pub fn new(seed: u64) -> Self {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
-        Self([next(), next(), next(), next()])
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let s = &mut self.0;
-        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        result
-    }
-
-    /// Uniform in [0, 1).
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.uniform() < p
-    }
-
-    /// Exponential with the given mean (inverse CDF).
-    pub fn exponential(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.uniform()).ln()
-    }
-
-    /// Standard normal (Box–Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform();
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-}
+/// The random generator synthetic traces use.
+///
+/// It moved to [`crate::rng::Rng`]; this name stays so that existing callers keep compiling.
+/// Use `jitterlab_capture::rng::Rng` in new code.
+pub use crate::rng::Rng;
 
 /// A known motion for the sender's values. Every motion fills the same seven channels:
 /// position `x,y,z` (m) and rotation quaternion `qx,qy,qz,qw` (facing the direction of travel).
@@ -307,13 +258,18 @@ impl Config {
     /// A rate that is not in (0, 100 000] Hz, or a negative duration.
     pub fn validate(&self) -> Result<(), Error> {
         if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= 100_000.0) {
-            return Err(Error::Invalid(format!(
-                "--rate {} is out of range (allowed: >0 to 100000 Hz)",
-                self.rate_hz
-            )));
+            return Err(Error::Setting {
+                setting: "rate",
+                value: self.rate_hz.to_string(),
+                reason: "out of range (allowed: >0 to 100000 Hz)".into(),
+            });
         }
         if self.duration < Nanos::ZERO {
-            return Err(Error::Invalid("--duration must not be negative".into()));
+            return Err(Error::Setting {
+                setting: "duration",
+                value: crate::spec::format_duration(self.duration),
+                reason: "must not be negative".into(),
+            });
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! `fuzz/regressions/TARGET/` for the fuzzer itself.
 
 use jitterlab_capture::decode::{DecoderConfig, DecoderKind};
+#[cfg(feature = "import")]
 use jitterlab_capture::pcap::read_capture_all;
 use jitterlab_capture::stats::stream_stats;
 use jitterlab_capture::testdata::decode_packets;
@@ -34,6 +35,7 @@ fn probe_send_times_far_apart_are_refused_not_overflowed() {
 }
 
 /// capture_pcapng: an error naming the offset, never a panic.
+#[cfg(feature = "import")]
 #[test]
 fn pcapng_block_shorter_than_its_frame_is_an_error() {
     // capture_pcapng: a process-information block claiming 4 bytes after a valid section and

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jitterlab_capture::decode::probe::Probe;
 use jitterlab_capture::synth::{Config, Motion, generate};
-use jitterlab_capture::{Nanos, Record};
+use jitterlab_capture::{Nanos, Record, RecordKind};
 
 struct Run {
     /// tick → (local send time, sender send time)
@@ -36,7 +36,7 @@ fn run(rate_hz: f64, secs: i64, model: &str, seed: u64) -> Run {
     } in records
     {
         let p = Probe::parse(&payload).unwrap();
-        if kind == 1 {
+        if kind == RecordKind::Sent {
             out.sent.insert(p.tick, (time, p.send));
         } else {
             out.received.push((p.tick, time));

@@ -1,7 +1,7 @@
 //! Property tests of the trace format: what is written reads back equal, and a file cut at
 //! any byte reads back as a prefix of what was written (crash tolerance).
 
-use jitterlab_capture::trace::{Clock, Endpoint, Header, Record, Source};
+use jitterlab_capture::trace::{Clock, Direction, Endpoint, Header, Record, RecordKind, Source};
 use jitterlab_capture::{Nanos, Reader, Writer};
 use proptest::prelude::*;
 
@@ -45,9 +45,9 @@ fn arb_record() -> impl Strategy<Value = Record> {
         .prop_map(
             |(time, kind, flags, direction, src, dst, orig_len, payload)| Record {
                 time: Nanos(time),
-                kind,
+                kind: RecordKind::from_code(kind),
                 flags,
-                direction,
+                direction: Direction::from_code(direction),
                 src,
                 dst,
                 orig_len,
@@ -238,7 +238,10 @@ fn records_with_wide_integers_and_str_payloads_read_back() {
     let (back, trailing) = read_all(&bytes).unwrap();
     assert_eq!(trailing, 0);
     let r = &back[0];
-    assert_eq!((r.time, r.kind, r.flags, r.orig_len), (Nanos(256), 1, 2, 3));
+    assert_eq!(
+        (r.time, r.kind.code(), r.flags, r.orig_len),
+        (Nanos(256), 1, 2, 3)
+    );
     assert_eq!(r.src, Some(Endpoint(([127, 0, 0, 1], 5004).into())));
     assert_eq!(r.payload, b"abc");
     // A value out of its field's range is corrupt, not wrapped.

@@ -1,7 +1,7 @@
-//! Opening traces given on the command line, with the file name in every error.
+//! Opening traces given on the command line, with the file name in every error, and the
+//! flag names the library's errors leave to the command line.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -9,7 +9,8 @@ use jitterlab_capture::decode::{Collector, DecoderConfig, decode_trace};
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
-use jitterlab_capture::{Decoded, Header, Reader, Record};
+use jitterlab_capture::spec::parse_share;
+use jitterlab_capture::{Decoded, Error as CaptureError, Format, Header, Reader, Record};
 
 /// Decoder options shared by commands that read traces.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -30,22 +31,16 @@ pub(crate) struct Capture {
     pub(crate) summary: CaptureSummary,
 }
 
+/// The format `path` is in, from its first bytes (`None`: empty or unrecognised).
+pub(crate) fn sniff(path: &Path) -> Result<Option<Format>> {
+    let display = path.display();
+    let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
+    Format::sniff_reader(file).with_context(|| format!("cannot read {display}"))
+}
+
 /// Whether `path` starts with a pcap or pcapng magic number.
 pub(crate) fn is_capture(path: &Path) -> Result<bool> {
-    let display = path.display();
-    let mut file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-    let mut magic = [0u8; 4];
-    let mut n = 0;
-    while n < 4 {
-        let got = file
-            .read(&mut magic[n..])
-            .with_context(|| format!("cannot read {display}"))?;
-        if got == 0 {
-            break;
-        }
-        n += got;
-    }
-    Ok(n == 4 && is_capture_magic(magic))
+    Ok(sniff(path)?.is_some_and(Format::is_capture))
 }
 
 /// Reads a capture file, keeping the UDP datagrams that pass `filter`.
@@ -163,14 +158,6 @@ fn warn_skipped(path: &Path, decoded: &Decoded) {
     }
 }
 
-/// Whether the first four bytes are a pcap or pcapng magic number.
-pub(crate) fn is_capture_magic(magic: [u8; 4]) -> bool {
-    matches!(
-        u32::from_le_bytes(magic),
-        0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 | 0x0a0d_0d0a
-    )
-}
-
 /// Creates an output file that is appended to as it is written (captures, sender logs): never
 /// over an existing file unless `force`.
 pub(crate) fn create_output(path: &Path, force: bool) -> Result<File> {
@@ -194,11 +181,58 @@ pub(crate) fn create_output(path: &Path, force: bool) -> Result<File> {
 
 /// Parses a ratio given as `1%` or `0.01`, within 0..=1.
 pub(crate) fn parse_ratio(flag: &str, text: &str) -> Result<f64> {
-    match text.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.trim().parse::<f64>(),
+    parse_share(text)
+        .ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .with_context(|| format!("{flag} '{text}': expected a ratio 0..1 or 0%..100%"))
+}
+
+/// A capture error as the command line says it: with the flag that sets the value at fault
+/// (the library names the value, never the flag); `None` for errors no flag fixes.
+fn flagged(err: &CaptureError) -> Option<String> {
+    Some(match err {
+        CaptureError::Exists { path } => {
+            format!("{path} already exists (pass --force to overwrite)")
+        }
+        CaptureError::NoDecoder => {
+            "the trace names no decoder; pass --decoder rtp|probe|layout:SPEC".to_owned()
+        }
+        CaptureError::ClockRate { spec, reason } => format!("--clock-rate '{spec}': {reason}"),
+        CaptureError::Filter { text, reason } => format!("--filter '{text}': {reason}"),
+        CaptureError::Impairment(inner) => {
+            format!(
+                "--impair: {}",
+                flagged(inner).unwrap_or_else(|| inner.to_string())
+            )
+        }
+        // `rate`, `size` and `duration` are set by flags of the same names (synth, send).
+        CaptureError::Setting {
+            setting,
+            value,
+            reason,
+        } => format!("--{setting} {value}: {reason}"),
+        _ => return None,
+    })
+}
+
+/// The text of an error as `main` prints it: `{err:#}` (every context, then the causes,
+/// joined by `: `), with a capture error anywhere in the chain saying which flag sets the
+/// value at fault.
+pub(crate) fn describe(err: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    for cause in err.chain() {
+        let capture = cause.downcast_ref::<CaptureError>().or_else(|| match cause
+            .downcast_ref::<jitterlab_report::Error>(
+        ) {
+            Some(jitterlab_report::Error::Capture(inner)) => Some(inner),
+            _ => None,
+        });
+        // The flagged variants carry no source, so nothing is lost by stopping there.
+        if let Some(text) = capture.and_then(flagged) {
+            parts.push(text);
+            break;
+        }
+        parts.push(cause.to_string());
     }
-    .ok()
-    .filter(|v| (0.0..=1.0).contains(v))
-    .with_context(|| format!("{flag} '{text}': expected a ratio 0..1 or 0%..100%"))
+    parts.join(": ")
 }

@@ -65,7 +65,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS, // `jitterlab … | head`
         Err(err) => {
-            eprintln!("error: {err:#}{}", hint(&err));
+            eprintln!("error: {}{}", input::describe(&err), hint(&err));
             ExitCode::from(2)
         }
     }

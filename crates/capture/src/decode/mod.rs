@@ -17,7 +17,7 @@ use std::io::Read;
 use crate::Error;
 use crate::sdp::{self, RtpMap};
 use crate::time::Nanos;
-use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
+use crate::trace::{Direction, Endpoint, Header, Reader, Record, RecordKind};
 
 /// Why one packet could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,11 +262,7 @@ impl DecoderConfig {
     /// # Errors
     /// The header names no decoder or an unknown one.
     pub fn from_header(header: &Header) -> Result<Self, Error> {
-        let name = header.decoder.as_deref().ok_or_else(|| {
-            Error::Invalid(
-                "the trace names no decoder; pass --decoder rtp|probe|layout:SPEC".into(),
-            )
-        })?;
+        let name = header.decoder.as_deref().ok_or(Error::NoDecoder)?;
         let mut config = Self::parse(name)?;
         config.add_hints(header);
         Ok(config)
@@ -293,18 +289,18 @@ impl DecoderConfig {
     /// # Errors
     /// Not of the form `PT=HZ`, PT over 127, or HZ of 0.
     pub fn add_clock_rate(&mut self, spec: &str) -> Result<(), Error> {
-        let bad = || {
-            Error::Invalid(format!(
-                "--clock-rate '{spec}': expected PT=HZ, e.g. 96=90000"
-            ))
+        let bad = || Error::ClockRate {
+            spec: spec.to_owned(),
+            reason: "expected PT=HZ, e.g. 96=90000",
         };
         let (pt, hz) = spec.split_once('=').ok_or_else(bad)?;
         let pt: u8 = pt.trim().parse().map_err(|_| bad())?;
         let hz: u32 = hz.trim().parse().map_err(|_| bad())?;
         if pt > 127 || hz == 0 {
-            return Err(Error::Invalid(format!(
-                "--clock-rate '{spec}': payload type must be 0..=127 and rate above 0"
-            )));
+            return Err(Error::ClockRate {
+                spec: spec.to_owned(),
+                reason: "payload type must be 0..=127 and rate above 0",
+            });
         }
         self.clock_rates.insert(pt, hz);
         Ok(())
@@ -405,7 +401,7 @@ enum StreamKey {
     },
     Probe {
         stream: u32,
-        direction: u8,
+        direction: Direction,
     },
     Flow {
         stream: u32,

@@ -1,16 +1,16 @@
 //! `jitterlab import`: CSV logs and pcap/pcapng captures into traces.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use jitterlab_capture::Writer;
 use jitterlab_capture::decode::DecoderConfig;
 use jitterlab_capture::import::import_csv;
 use jitterlab_capture::output::AtomicFile;
+use jitterlab_capture::{Format, RecordKind, Writer};
 
-use crate::input::{DecodeArgs, decode_capture, is_capture, read_capture};
+use crate::input::{DecodeArgs, decode_capture, read_capture, sniff};
 
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]
@@ -40,18 +40,14 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     let display = args.input.display();
-    if is_capture(&args.input)? {
+    let format = sniff(&args.input)?;
+    if format.is_some_and(Format::is_capture) {
         return import_capture(args);
     }
     if args.filter.is_some() || args.decoder.is_some() || !args.clock_rates.is_empty() {
         bail!("{display}: --filter, --decoder and --clock-rate apply to pcap/pcapng captures");
     }
-    let mut file = File::open(&args.input).with_context(|| format!("cannot open {display}"))?;
-    let mut magic = [0u8; 4];
-    let n = file
-        .read(&mut magic)
-        .with_context(|| format!("cannot read {display}"))?;
-    if n >= 1 && jitterlab_capture::trace::sniff(&magic[..n]) {
+    if format == Some(Format::Trace) {
         bail!("{display}: this is already a jitterlab trace");
     }
     let file = File::open(&args.input).with_context(|| format!("cannot open {display}"))?;
@@ -69,7 +65,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .into_inner()
         .commit()
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let received = imported.records.iter().filter(|r| r.kind == 0).count();
+    let received = imported
+        .records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Received)
+        .count();
     eprintln!(
         "imported {received} packets{} from {display} into {}",
         if imported.lost_rows > 0 {

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 
+use jitterlab_capture::RecordKind;
 use jitterlab_capture::decode::probe::Probe;
 use jitterlab_capture::synth::{Config, generate};
 
@@ -57,7 +58,7 @@ fn info_json_matches_the_generators_ground_truth() {
     let mut sent = BTreeSet::new();
     for r in &records {
         let p = Probe::parse(&r.payload).unwrap();
-        if r.kind == 0 {
+        if r.kind == RecordKind::Received {
             *received.entry(p.tick).or_default() += 1;
         } else {
             sent.insert(p.tick);

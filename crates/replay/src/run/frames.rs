@@ -43,7 +43,7 @@ enum FrameTimes<'a> {
         period: Nanos,
         chance: f64,
         hitch: Nanos,
-        rng: jitterlab_capture::synth::Rng,
+        rng: jitterlab_capture::rng::Rng,
     },
 }
 
@@ -153,7 +153,7 @@ fn frame_times<'f>(
             period: Nanos::from_secs_f64(1.0 / fps),
             chance: *chance,
             hitch: *hitch,
-            rng: jitterlab_capture::synth::Rng::new(*seed),
+            rng: jitterlab_capture::rng::Rng::new(*seed),
         },
     }
 }

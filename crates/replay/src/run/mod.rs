@@ -52,7 +52,7 @@ use lane::Lane;
 ///     .collect::<Result<_, _>>()?;
 /// let plan = replay.plan(&prepared, Nanos::from_millis(100))?;
 /// let batch = plan.batch(&prepared, &policies)?;
-/// assert_eq!(batch[1], replay.metrics(&prepared, &policies[1])?);
+/// assert_eq!(batch[1].summary(), replay.metrics(&prepared, &policies[1])?.summary());
 /// # Ok::<(), jitterlab_replay::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]

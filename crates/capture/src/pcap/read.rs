@@ -1,14 +1,4 @@
-//! Reading pcap and pcapng capture files into trace records.
-//!
-//! Every UDP datagram becomes a [`Record`] with its capture time (nanoseconds since the Unix
-//! epoch; nanosecond-resolution files keep their resolution), endpoints and payload. Link types:
-//! Ethernet (with VLAN tags), Linux cooked SLL and SLL2, BSD loopback (NULL/LOOP) and raw IP;
-//! IPv4 and IPv6. IP fragments are reassembled (etherparse's defragmentation pool); fragments
-//! that never complete are counted. Nothing is dropped silently: every frame that is not
-//! imported is counted in [`CaptureSummary`] under its reason.
-//!
-//! SIP packets carrying SDP are scanned for `a=rtpmap` lines ([`crate::sdp`]), so dynamic RTP
-//! payload types get their clock rates.
+//! The pcap/pcapng reader: frames through the link and IP layers down to UDP datagrams.
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
@@ -19,11 +9,13 @@ use etherparse::{
 };
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::PcapNGPacketBlock;
-use pcap_parser::{Linktype, PcapBlockOwned, PcapError, create_reader};
+use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
 
 use crate::Error;
 use crate::filter::Filter;
-use crate::sdp::{self, RtpMap};
+use crate::format::PCAPNG_MAGIC;
+use crate::pcap::{CaptureSummary, LinkType};
+use crate::sdp;
 use crate::time::Nanos;
 use crate::trace::{Endpoint, Record, flags};
 
@@ -32,88 +24,6 @@ pub const MAX_RECORD_BYTES: usize = 16 << 20;
 
 /// Fragments waiting longer than this for their siblings are given up (and counted).
 const FRAGMENT_TIMEOUT: Nanos = Nanos::from_secs(30);
-
-/// The most problem examples kept for the summary.
-const MAX_EXAMPLES: usize = 5;
-
-/// What reading a capture found, besides the records.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CaptureSummary {
-    /// `pcap` or `pcapng`.
-    pub format: String,
-    /// Link types seen, e.g. `ETHERNET`, `LINUX_SLL`.
-    pub link_types: Vec<String>,
-    /// Whether any timestamps had a resolution finer than a microsecond.
-    pub nanosecond: bool,
-    /// Packet records (frames) in the file.
-    pub frames: u64,
-    /// UDP datagrams imported as records.
-    pub udp: u64,
-    /// UDP datagrams the filter left out.
-    pub filtered_out: u64,
-    /// Frames that are not UDP (TCP, ARP, ICMP, ...).
-    pub not_udp: u64,
-    /// Imported datagrams whose payload was cut by the capture's snap length.
-    pub truncated: u64,
-    /// Frames whose headers could not be parsed.
-    pub malformed: u64,
-    /// Frames on a link type this reader does not know.
-    pub unsupported_link: u64,
-    /// IP fragments seen.
-    pub fragments: u64,
-    /// Datagrams rebuilt from fragments.
-    pub reassembled: u64,
-    /// Fragmented datagrams that never completed (waited over 30 s, or the file ended), plus
-    /// fragments refused as malformed.
-    pub fragments_lost: u64,
-    /// Bytes at the end of the file that do not form a whole record (a capture cut short).
-    pub trailing_bytes: u64,
-    /// Payload maps from SDP in SIP packets.
-    pub rtpmaps: Vec<RtpMap>,
-    /// The first few problems, with frame numbers.
-    pub examples: Vec<String>,
-}
-
-impl CaptureSummary {
-    fn note(&mut self, frame: u64, what: impl FnOnce() -> String) {
-        if self.examples.len() < MAX_EXAMPLES {
-            self.examples.push(format!("frame {frame}: {}", what()));
-        }
-    }
-
-    /// One line per thing that was not imported, for warnings and trace notes.
-    pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut add = |n: u64, what: &str| {
-            if n > 0 {
-                out.push(format!("{n} {what}"));
-            }
-        };
-        add(self.not_udp, "frame(s) are not UDP and were left out");
-        add(self.filtered_out, "UDP datagram(s) did not pass the filter");
-        add(
-            self.malformed,
-            "frame(s) could not be parsed and were skipped",
-        );
-        add(
-            self.unsupported_link,
-            "frame(s) are on an unsupported link type",
-        );
-        add(
-            self.truncated,
-            "datagram(s) were cut by the snap length (kept, marked truncated)",
-        );
-        add(
-            self.fragments_lost,
-            "fragmented datagram(s) never completed",
-        );
-        add(
-            self.trailing_bytes,
-            "byte(s) at the end do not form a whole record (capture cut short)",
-        );
-        out
-    }
-}
 
 /// The common case without the general parser: an IPv4 header without options, not a
 /// fragment, carrying one whole UDP datagram. Anything else (options, fragments, truncation,
@@ -138,7 +48,7 @@ fn plain_ipv4_udp(ip: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8], u32)> {
 /// Per-interface facts (pcapng has one per IDB; legacy pcap has one).
 #[derive(Clone, Copy, Debug)]
 struct Interface {
-    link: i32,
+    link: LinkType,
     /// Timestamp units per second.
     resolution: u64,
     /// Seconds added to every timestamp.
@@ -303,7 +213,7 @@ impl State<'_> {
             return None;
         }
         let len: [u8; 4] = data.get(4..8)?.try_into().ok()?;
-        let big_endian = if data.get(..4)? == [0x0a, 0x0d, 0x0d, 0x0a] {
+        let big_endian = if data.get(..4)? == PCAPNG_MAGIC.to_le_bytes() {
             data.get(8..12)? == [0x1a, 0x2b, 0x3c, 0x4d]
         } else {
             self.big_endian
@@ -323,11 +233,11 @@ impl State<'_> {
                 let nano = h.is_nanosecond_precision();
                 self.summary.nanosecond = nano;
                 self.interfaces = vec![Interface {
-                    link: h.network.0,
+                    link: LinkType::from_code(h.network.0),
                     resolution: if nano { 1_000_000_000 } else { 1_000_000 },
                     offset_s: 0,
                 }];
-                self.add_link(h.network);
+                self.add_link(LinkType::from_code(h.network.0));
                 Ok(None)
             }
             PcapBlockOwned::Legacy(b) => {
@@ -353,11 +263,11 @@ impl State<'_> {
                             self.summary.nanosecond = true;
                         }
                         self.interfaces.push(Interface {
-                            link: idb.linktype.0,
+                            link: LinkType::from_code(idb.linktype.0),
                             resolution,
                             offset_s: idb.ts_offset(),
                         });
-                        self.add_link(idb.linktype);
+                        self.add_link(LinkType::from_code(idb.linktype.0));
                         Ok(None)
                     }
                     Block::EnhancedPacket(epb) => {
@@ -393,49 +303,39 @@ impl State<'_> {
         }
     }
 
-    fn add_link(&mut self, link: Linktype) {
-        let name = match link.0 {
-            0 => "NULL".to_owned(),
-            1 => "ETHERNET".to_owned(),
-            12 | 14 | 101 => "RAW".to_owned(),
-            108 => "LOOP".to_owned(),
-            113 => "LINUX_SLL".to_owned(),
-            228 => "IPV4".to_owned(),
-            229 => "IPV6".to_owned(),
-            276 => "LINUX_SLL2".to_owned(),
-            other => format!("LINKTYPE_{other}"),
-        };
+    fn add_link(&mut self, link: LinkType) {
+        let name = link.name();
         if !self.summary.link_types.contains(&name) {
             self.summary.link_types.push(name);
         }
     }
 
     /// Turns one frame into a record, or counts why not.
-    fn frame(&mut self, link: i32, time: Nanos, data: &[u8], orig_len: u32) -> Option<Record> {
+    fn frame(&mut self, link: LinkType, time: Nanos, data: &[u8], orig_len: u32) -> Option<Record> {
         self.summary.frames += 1;
         self.last_time = time;
         let n = self.summary.frames;
         let start = match link {
-            1 => Start::Ethernet(data),
-            0 | 108 => match data.get(4) {
+            LinkType::Ethernet => Start::Ethernet(data),
+            LinkType::Null | LinkType::Loop => match data.get(4) {
                 Some(b) if b >> 4 == 6 => Start::EtherType(EtherType::IPV6, &data[4..]),
                 Some(_) => Start::EtherType(EtherType::IPV4, &data[4..]),
                 None => return self.malformed(n, "loopback frame shorter than 4 bytes"),
             },
-            12 | 14 | 101 | 228 | 229 => Start::Ip(data),
-            113 => match data.get(14..16) {
+            LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => Start::Ip(data),
+            LinkType::LinuxSll => match data.get(14..16) {
                 Some(p) => {
                     Start::EtherType(EtherType(u16::from_be_bytes([p[0], p[1]])), &data[16..])
                 }
                 None => return self.malformed(n, "Linux SLL frame shorter than 16 bytes"),
             },
-            276 => match data.get(..2) {
+            LinkType::LinuxSll2 => match data.get(..2) {
                 Some(p) if data.len() >= 20 => {
                     Start::EtherType(EtherType(u16::from_be_bytes([p[0], p[1]])), &data[20..])
                 }
                 _ => return self.malformed(n, "Linux SLL2 frame shorter than 20 bytes"),
             },
-            other => {
+            LinkType::Other(other) => {
                 self.summary.unsupported_link += 1;
                 self.summary
                     .note(n, || format!("link type {other} is not supported"));
@@ -635,26 +535,4 @@ impl State<'_> {
         rec.orig_len = orig_len.max(payload.len() as u32);
         Some(rec)
     }
-}
-
-/// The trace header for records imported from a capture: the decoder to use, the link types,
-/// SDP payload maps (`rtpmap.N` hints) and one note per thing left out.
-pub fn header_for(source_name: &str, summary: &CaptureSummary, decoder: &str) -> crate::Header {
-    let mut header = crate::Header::new(
-        crate::trace::Clock {
-            name: "pcap".into(),
-            realtime_offset_ns: Some(0),
-        },
-        crate::trace::Source {
-            kind: "pcap".into(),
-            detail: format!("{source_name} ({})", summary.format),
-        },
-    );
-    header.decoder = Some(decoder.to_owned());
-    header.link = Some(summary.link_types.join(","));
-    for (i, map) in summary.rtpmaps.iter().enumerate() {
-        header.hints.insert(format!("rtpmap.{i:04}"), map.to_hint());
-    }
-    header.notes = summary.problems();
-    header
 }
