@@ -241,6 +241,15 @@ impl Grid {
     /// More than `max` configurations, or a combination `--policy` refuses (naming the policy,
     /// key and allowed range).
     pub fn expand(&self, max: usize) -> Result<Vec<Policy>, Error> {
+        self.expand_in(Registry::builtin(), max)
+    }
+
+    /// [`Grid::expand`] with the presets `registry` knows (a user's own besides the built-in
+    /// ones).
+    ///
+    /// # Errors
+    /// As for [`Grid::expand`].
+    pub fn expand_in(&self, registry: &Registry, max: usize) -> Result<Vec<Policy>, Error> {
         let n = self.count();
         if n > max {
             return Err(Error::TooManyConfigs {
@@ -261,7 +270,7 @@ impl Grid {
                     text.push('=');
                     text.push_str(&values[index[i]]);
                 }
-                out.push(text.parse::<Policy>()?);
+                out.push(registry.parse(&text)?);
                 // Odometer: the last key turns fastest.
                 let mut done = true;
                 let mut k = axes.keys.len();

@@ -249,3 +249,83 @@ fn report_no_data_inputs_render() {
     report(&demo(), &out, &["--sweep", rows.to_str().unwrap()]);
     assert!(out.join("pareto.png").exists() && out.join("heatmap.png").exists());
 }
+
+/// One tune rule: a sweep written to Parquet and read back by `report --sweep` with the limit
+/// and objective flags names the same recommendation and runners-up as `tune` over the same
+/// grid with the same flags, and the flags change the answer (so they are not ignored).
+#[test]
+fn report_on_a_sweep_file_recommends_what_tune_recommends() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixtures().join("traces/demo-wifi-20hz.jtr");
+    let grid = [
+        "--sweep",
+        "fixed:delay=0..300ms/20ms,max_gap=250ms",
+        "--sweep",
+        "jitter:k=1|2|4,max_gap=250ms",
+        "--sweep",
+        "quantile:q=0.9|0.99,max_gap=250ms",
+    ];
+    let rows = dir.path().join("rows.parquet");
+    jitterlab()
+        .arg("sweep")
+        .arg(&trace)
+        .args(grid)
+        .arg("-o")
+        .arg(&rows)
+        .arg("-q")
+        .assert()
+        .success();
+    let tune = |flags: &[&str]| -> (String, Vec<String>) {
+        use std::ffi::OsStr;
+        let mut args: Vec<&OsStr> = vec![OsStr::new("tune"), trace.as_os_str()];
+        args.extend(grid.iter().map(OsStr::new));
+        args.extend(flags.iter().map(OsStr::new));
+        args.extend([OsStr::new("--json"), OsStr::new("-q")]);
+        let doc = crate::util::json(&args);
+        let policy = |v: &serde_json::Value| v["policy"].as_str().unwrap().to_owned();
+        (
+            policy(&doc["recommendation"]),
+            doc["runners_up"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(policy)
+                .collect(),
+        )
+    };
+    let report_on = |flags: &[&str], out: &str| -> (String, Vec<String>) {
+        let stdout = report(
+            &trace,
+            &dir.path().join(out),
+            &[&["--sweep", rows.to_str().unwrap()], flags].concat(),
+        );
+        let after = |prefix: &str| -> Vec<String> {
+            stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix(prefix))
+                .map(str::to_owned)
+                .collect()
+        };
+        let rec = after("Recommended: --policy ");
+        assert_eq!(rec.len(), 1, "{stdout}");
+        (rec[0].clone(), after("Runner-up: --policy "))
+    };
+    let strict = [
+        "--max-hold-ratio",
+        "5%",
+        "--max-p99-error",
+        "0.3",
+        "--objective",
+        "error",
+    ];
+    let by_tune = tune(&strict);
+    assert!(!by_tune.1.is_empty(), "a runner-up to compare: {by_tune:?}");
+    assert_eq!(report_on(&strict, "strict"), by_tune);
+    let loose = ["--max-hold-ratio", "5%"];
+    let by_tune_loose = tune(&loose);
+    assert_eq!(report_on(&loose, "loose"), by_tune_loose);
+    assert_ne!(
+        by_tune.0, by_tune_loose.0,
+        "the objective and error limit matter"
+    );
+}
