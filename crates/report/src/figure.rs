@@ -250,6 +250,96 @@ impl Figure {
     }
 }
 
+impl Figure {
+    /// What the figure shows as plain text, for snapshot tests and debugging: the title, grid
+    /// and size, then per panel its title, axis labels, fixed ranges, note, heat map and
+    /// series (label, colour, style, point count and every point). Numbers have 4 significant
+    /// digits, so tiny floating-point differences between platforms do not show; drawing does
+    /// not use it.
+    pub fn data(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let (w, h) = self.size;
+        let _ = writeln!(
+            s,
+            "figure {:?} ({w}×{h}, {} column(s))",
+            self.title, self.columns
+        );
+        for (k, p) in self.panels.iter().enumerate() {
+            let _ = writeln!(s, "panel {k}: {:?}", p.title);
+            let range = |r: Option<(f64, f64)>| {
+                r.map_or_else(String::new, |(a, b)| format!(" [{}, {}]", sig4(a), sig4(b)))
+            };
+            let _ = writeln!(s, "  x {:?}{}", p.x_label, range(p.x_range));
+            let _ = writeln!(s, "  y {:?}{}", p.y_label, range(p.y_range));
+            if let Some(note) = &p.note {
+                let _ = writeln!(s, "  note {note:?}");
+            }
+            if let Some(heat) = &p.heat {
+                let row = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(" ");
+                let _ = writeln!(s, "  heat {:?}", heat.label);
+                let _ = writeln!(s, "    xs {}", row(&mut heat.xs.iter().map(|v| sig4(*v))));
+                let _ = writeln!(s, "    ys {}", row(&mut heat.ys.iter().map(|v| sig4(*v))));
+                for (j, zs) in heat.z.iter().enumerate() {
+                    let cell = |v: &Option<f64>| v.map_or_else(|| "-".to_owned(), sig4);
+                    let _ = writeln!(s, "    z[{j}] {}", row(&mut zs.iter().map(cell)));
+                }
+            }
+            for series in &p.series {
+                let _ = writeln!(
+                    s,
+                    "  series {:?} (colour {}, {:?}, {} points)",
+                    series.label,
+                    series.color,
+                    series.style,
+                    series.points.len()
+                );
+                for chunk in series.points.chunks(6) {
+                    let pts: Vec<String> = chunk
+                        .iter()
+                        .map(|(x, y)| format!("{},{}", sig4(*x), sig4(*y)))
+                        .collect();
+                    let _ = writeln!(s, "    {}", pts.join(" "));
+                }
+            }
+        }
+        s
+    }
+}
+
+/// `v` to 4 significant digits in positional notation (`0.001235`, `12350`), from Rust's
+/// exactly rounded scientific formatting rather than `log10`, whose last bit may differ
+/// between platforms' maths libraries.
+fn sig4(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let sci = format!("{v:.3e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = mantissa
+        .strip_prefix('-')
+        .map_or(("", mantissa), |m| ("-", m));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let text = if exp >= 3 {
+        format!("{digits}{}", "0".repeat(exp as usize - 3))
+    } else if exp >= 0 {
+        let (int, frac) = digits.split_at(exp as usize + 1);
+        format!("{int}.{frac}")
+    } else {
+        format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+    };
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{sign}{text}")
+}
+
 fn finite_points(panel: &Panel) -> impl Iterator<Item = (f64, f64)> + '_ {
     panel
         .series
@@ -532,6 +622,25 @@ mod tests {
         assert!(out.len() <= 400, "{}", out.len());
         assert!(out.iter().any(|p| p.1 == 99.0));
         assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+
+    #[test]
+    fn sig4_rounds_to_four_significant_digits() {
+        let cases = [
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1.0, "1"),
+            (1234.5678, "1235"),
+            (123_456.0, "123500"),
+            (12.5, "12.5"),
+            (-0.000_123_456, "-0.0001235"),
+            (0.1 + 0.2, "0.3"),
+            (9999.9, "10000"),
+            (f64::NAN, "NaN"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(sig4(v), want, "{v}");
+        }
     }
 
     #[test]
