@@ -210,10 +210,7 @@ mod tests {
             parse_pairs(" a=1, b = 2ms ,,c=x").unwrap(),
             [("a", "1"), ("b", "2ms"), ("c", "x")]
         );
-        assert_eq!(
-            parse_pairs("a=1,a=2"),
-            Err(SpecError::Repeated("a".into()))
-        );
+        assert_eq!(parse_pairs("a=1,a=2"), Err(SpecError::Repeated("a".into())));
         assert_eq!(parse_pairs("a"), Err(SpecError::NotAPair("a".into())));
     }
 
