@@ -181,7 +181,41 @@ fn at_pair(key: &str, v: &str, min_first: Nanos) -> Result<(Nanos, Nanos), Error
     Ok((first, at))
 }
 
+/// Whether `text` looks like a Mahimahi delivery trace: whole milliseconds, one per line, never
+/// decreasing, at least two lines. Anything else recorded (ping CSVs, delay lists) is a delay
+/// series.
+pub fn is_mahimahi_text(text: &str) -> bool {
+    let mut last = 0u64;
+    let mut lines = 0;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let Ok(v) = line.parse::<u64>() else {
+            return false;
+        };
+        if v < last {
+            return false;
+        }
+        last = v;
+        lines += 1;
+    }
+    lines > 1
+}
+
 impl ModelSpec {
+    /// Adds a recorded link file: a Mahimahi delivery trace becomes the bottleneck `link`,
+    /// anything else the recorded `delays` series.
+    ///
+    /// # Errors
+    /// The file cannot be read.
+    pub fn add_recorded(&mut self, path: PathBuf) -> Result<(), Error> {
+        let text = std::fs::read_to_string(&path)?;
+        if is_mahimahi_text(&text) {
+            self.link = Some(path);
+        } else {
+            self.delays = Some(path);
+        }
+        Ok(())
+    }
+
     /// Applies `key=value` pairs over this spec. A key given twice takes its last value, so
     /// that a model string can be extended by appending (`$BASE,loss=5%`).
     ///

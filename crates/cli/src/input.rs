@@ -236,3 +236,12 @@ pub(crate) fn describe(err: &anyhow::Error) -> String {
     }
     parts.join(": ")
 }
+
+/// Parses HOST:PORT, or PORT alone as loopback; `what` names the flag in the error.
+pub(crate) fn parse_addr(text: &str, what: &str) -> Result<std::net::SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .with_context(|| format!("{what} '{text}': expected HOST:PORT or PORT"))
+}

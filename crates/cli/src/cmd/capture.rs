@@ -1,8 +1,7 @@
 //! `jitterlab capture`: record live UDP traffic, or relay it between a client and a server.
 
 use std::io::{IsTerminal, Write};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -12,6 +11,8 @@ use jitterlab_capture::live::{self, Config, Status};
 use jitterlab_capture::netmodel::ModelSpec;
 use jitterlab_capture::time::parse_duration;
 use jitterlab_capture::trace::{Clock, Header, Source};
+
+use crate::input::parse_addr;
 
 /// Arguments of `jitterlab capture`.
 #[derive(Debug, clap::Args)]
@@ -52,34 +53,6 @@ pub(crate) struct Args {
     decoder: Option<String>,
 }
 
-/// Parses HOST:PORT, or PORT alone as loopback.
-pub(crate) fn parse_addr(text: &str, what: &str) -> Result<SocketAddr> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    text.parse()
-        .with_context(|| format!("{what} '{text}': expected HOST:PORT or PORT"))
-}
-
-/// Whether `text` looks like a Mahimahi delivery trace: whole milliseconds, never decreasing.
-fn is_mahimahi(path: &Path) -> Result<bool> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut last = 0u64;
-    let mut lines = 0;
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let Ok(v) = line.parse::<u64>() else {
-            return Ok(false);
-        };
-        if v < last {
-            return Ok(false);
-        }
-        last = v;
-        lines += 1;
-    }
-    Ok(lines > 1)
-}
-
 pub(crate) fn run(args: &Args) -> Result<()> {
     let listen = parse_addr(&args.listen, "--listen")?;
     let forward = args
@@ -93,12 +66,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(str::parse::<ModelSpec>)
         .transpose()?;
     if let Some(path) = &args.impair_trace {
-        let spec = impair.get_or_insert_with(ModelSpec::default);
-        if is_mahimahi(path)? {
-            spec.link = Some(path.clone());
-        } else {
-            spec.delays = Some(path.clone());
-        }
+        impair
+            .get_or_insert_with(ModelSpec::default)
+            .add_recorded(path.clone())
+            .with_context(|| format!("cannot read {}", path.display()))?;
     }
     let decoder = args
         .decoder
@@ -223,7 +194,7 @@ fn status_line(s: &Status) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_addr;
+    use crate::input::parse_addr;
 
     /// A bare port listens on loopback only; any other address must be written out.
     #[test]

@@ -9,7 +9,7 @@ use jitterlab_capture::sender::{SendConfig, send};
 use jitterlab_capture::synth::Motion;
 use jitterlab_capture::time::parse_duration;
 
-use crate::cmd::capture::parse_addr;
+use crate::input::parse_addr;
 
 /// Arguments of `jitterlab send`.
 #[derive(Debug, clap::Args)]
