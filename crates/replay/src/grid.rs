@@ -215,7 +215,7 @@ impl Grid {
         for pair in rest.split(',').filter(|p| !p.trim().is_empty()) {
             let (key, values) = pair.split_once('=').ok_or_else(|| {
                 invalid(format!(
-                    "--sweep '{spec}': '{pair}' is not KEY=VALUES (e.g. delay=0..300ms/5ms)"
+                    "grid '{spec}': '{pair}' is not KEY=VALUES (e.g. delay=0..300ms/5ms)"
                 ))
             })?;
             keys.push((key.trim().to_owned(), cli_values(key.trim(), values)?));

@@ -3,10 +3,10 @@
 //! Each trace is decoded and [`Prepared`] once, then shared read-only by every configuration,
 //! and so is a [`FramePlan`] per stream: the frame times and clock offsets, which no policy
 //! changes. Pairs run on all cores (rayon), a few configurations of a trace side by side in
-//! one pass ([`replay_planned_batch`]), and each keeps only its [`Summary`] once it finishes,
+//! one pass ([`crate::FramePlan::batch`]), and each keeps only its [`Summary`] once it finishes,
 //! so memory does not grow with the number of configurations beyond one summary per row. A
 //! row's metrics are exactly what `jitterlab replay` prints for that policy (the same metrics
-//! as [`replay_metrics`](crate::replay_metrics) per stream, merged over the trace's streams;
+//! as [`crate::Replay::metrics`] per stream, merged over the trace's streams;
 //! property tests check the plan and the batches against it).
 //!
 //! [`Shard`] picks a deterministic, disjoint part of the pairs, so a sweep can be spread over

@@ -1,7 +1,9 @@
 //! Replaying one stream through several configurations, keeping per-frame logs for figures.
 
 use jitterlab_capture::decode::Decoded;
-use jitterlab_replay::{ClockMapping, FrameClock, Mode, Policy, Replay, Stream, Summary};
+use jitterlab_replay::{
+    ClockMapping, FrameClock, Mode, Policy, Replay, StreamView, Summary, streams,
+};
 
 use rayon::prelude::*;
 
@@ -49,17 +51,18 @@ pub fn run_policies(
     frames: &FrameClock,
     clock: ClockMapping,
 ) -> Result<Vec<Run>, Error> {
-    let (samples, truth) = (decoded.samples_of(stream), decoded.truth_of(stream));
-    let start = samples.iter().map(|s| s.arrival).min().unwrap_or_default();
-    let channels = decoded
-        .streams
+    // A trace without that stream replays nothing (the figures say "no data").
+    let view = streams::views(decoded, Some(stream))
+        .next()
+        .transpose()?
+        .unwrap_or_else(|| StreamView::owned(stream, Vec::new(), Vec::new(), Vec::new()));
+    let start = view
+        .samples
         .iter()
-        .find(|s| s.id == stream)
-        .map(|s| s.channels.clone())
+        .map(|s| s.arrival)
+        .min()
         .unwrap_or_default();
-    let input = Stream::new(&samples)
-        .with_truth(&truth)
-        .with_channels(&channels);
+    let input = view.stream();
     // Configurations replay independently: one per core.
     policies
         .par_iter()

@@ -239,7 +239,7 @@ impl FrameSource for LiveFrames<'_> {
 /// clock mapping. Neither depends on the policy (only how long frames go on does, through its
 /// longest delay), so a sweep computes them once per stream and every configuration reads
 /// them instead of recomputing them: with the online clock estimate that is about an eighth
-/// of a fixed-delay replay's work. [`replay_planned`] gives exactly what [`replay_metrics`]
+/// of a fixed-delay replay's work. [`FramePlan::metrics`] gives exactly what [`crate::Replay::metrics`]
 /// gives.
 #[derive(Clone, Debug)]
 pub struct FramePlan {

@@ -1,10 +1,10 @@
 //! The deterministic replay driver: arrivals and a frame clock in, per-frame samples and
 //! metrics out. Time is always an argument; nothing here reads a file or the OS clock.
 //!
-//! The driver is split by job: [`frames`] (when frames render, the clock offset at each),
-//! [`prepare`] (a stream prepared once: arrival order, duplicates, offset, reference),
+//! The driver is split by job: `frames` (when frames render, the clock offset at each),
+//! `prepare` (a stream prepared once: arrival order, duplicates, offset, reference),
 //! `reference` (the error reference and correction distances), `lane` (one replay's state
-//! in the loop) and [`trace`] (every stream of a decoded trace). [`Replay`] is the one door in
+//! in the loop) and `trace` (every stream of a decoded trace). [`Replay`] is the one door in
 //! front of them.
 
 mod frames;
@@ -246,7 +246,7 @@ fn dispatch<const FRAMES: bool, F: FrameSource>(
 /// made for the same prepared stream: the sweep's path.
 ///
 /// # Errors
-/// None at present beyond those of [`replay_metrics`].
+/// None at present beyond those of `replay_metrics`.
 pub(crate) fn replay_planned(
     prepared: &Prepared<'_>,
     plan: &FramePlan,
@@ -267,13 +267,13 @@ pub(crate) fn replay_planned(
     }
 }
 
-/// [`replay_planned`] of several policies in one pass over the stream (the sweep's path):
-/// the metrics of each, in order, exactly as [`replay_planned`] gives them. Policies that
+/// `replay_planned` of several policies in one pass over the stream (the sweep's path):
+/// the metrics of each, in order, exactly as `replay_planned` gives them. Policies that
 /// share jitterlab's snapshot engine (all but `mirror` and `ngo`) and whose delay the plan
 /// covers run side by side; the rest one at a time.
 ///
 /// # Errors
-/// None at present beyond those of [`replay_metrics`].
+/// None at present beyond those of `replay_metrics`.
 impl FramePlan {
     /// The metrics of `policy` over `prepared` (the stream this plan was made for), exactly as
     /// [`Replay::metrics`] gives them, with the frames and clock offsets read from the plan.
