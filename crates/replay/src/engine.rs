@@ -6,7 +6,7 @@ use jitterlab_capture::{Nanos, Sample};
 
 use crate::adapt::Applier;
 use crate::buffer::{Counters, Packet, Pick, Push, SnapshotBuffer};
-use crate::policy::{BufferConfig, DelayModel};
+use crate::policy::{Apply, BufferConfig, DelayModel};
 
 /// What an engine did with its timeline at one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,27 +72,28 @@ impl Engine for Box<dyn Engine> {
 /// jitterlab's snapshot buffer (C4–C11) with a fixed delay or an adaptive controller.
 pub struct SnapshotEngine {
     buffer: SnapshotBuffer,
-    /// The controller and how its targets are applied, for an adaptive delay.
-    adaptive: Option<(Box<dyn Controller>, Applier)>,
-    /// The delay, when fixed.
-    fixed_delay: Nanos,
+    /// The delay, when fixed: no controller runs.
+    fixed_delay: Option<Nanos>,
+    /// The controller, for an adaptive delay.
+    controller: Option<Box<dyn Controller>>,
+    /// How the controller's targets are applied.
+    applier: Applier,
 }
 
 impl SnapshotEngine {
     /// A snapshot buffer configured by `buffer`, its delay chosen by `delay` (an
     /// [`DelayModel::Own`] model is taken as a zero fixed delay).
     pub fn new(buffer: BufferConfig, delay: DelayModel) -> Self {
-        let (adaptive, fixed_delay) = match delay {
-            DelayModel::Fixed(d) => (None, d),
-            DelayModel::Adaptive { controller, apply } => {
-                (Some((controller, Applier::new(apply))), Nanos::ZERO)
-            }
-            DelayModel::Own => (None, Nanos::ZERO),
+        let (fixed_delay, controller, apply) = match delay {
+            DelayModel::Fixed(d) => (Some(d), None, Apply::Jump),
+            DelayModel::Adaptive { controller, apply } => (None, Some(controller), apply),
+            DelayModel::Own => (Some(Nanos::ZERO), None, Apply::Jump),
         };
         Self {
             buffer: SnapshotBuffer::new(buffer),
-            adaptive,
             fixed_delay,
+            controller,
+            applier: Applier::new(apply),
         }
     }
 }
@@ -105,7 +106,10 @@ impl Engine for SnapshotEngine {
     fn push(&mut self, samples: &[Sample], p: Packet, _at: Nanos) -> bool {
         let duplicate = self.buffer.offer(p) == Push::Duplicate;
         // A fixed delay has no controller to feed.
-        if !duplicate && let Some((controller, _)) = &mut self.adaptive {
+        if !duplicate
+            && self.fixed_delay.is_none()
+            && let Some(controller) = &mut self.controller
+        {
             controller.on_arrival(&samples[p.idx as usize]);
         }
         duplicate
@@ -113,16 +117,22 @@ impl Engine for SnapshotEngine {
 
     #[inline(always)]
     fn frame(&mut self, at: Nanos, now: Nanos) -> (Applied, Pick) {
-        let applied = match &mut self.adaptive {
+        let applied = match self.fixed_delay {
             // A fixed delay needs no controller: frame times never decrease, so neither does
             // the target.
-            None => Applied {
-                delay: self.fixed_delay,
-                target: now - self.fixed_delay,
+            Some(delay) => Applied {
+                delay,
+                target: now - delay,
                 frozen: false,
                 scaled: false,
             },
-            Some((controller, applier)) => applier.step(at, now, controller.target(at)),
+            None => {
+                let wanted = self
+                    .controller
+                    .as_mut()
+                    .map_or(Nanos::ZERO, |c| c.target(at));
+                self.applier.step(at, now, wanted)
+            }
         };
         (applied, self.buffer.sample(applied.target))
     }
