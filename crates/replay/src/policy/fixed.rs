@@ -3,9 +3,8 @@
 use std::sync::OnceLock;
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::spec::format_duration;
 
-use super::keys::buffer_keys;
+use super::keys::{buffer_keys, key, print_duration};
 use super::{BufferConfig, DelayModel, Key, Preset, duration_key};
 
 /// The fixed-delay snapshot interpolation buffer of seed 000 (C4–C11).
@@ -34,14 +33,9 @@ impl Preset for FixedConfig {
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<FixedConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
-            let mut keys = vec![Key {
-                name: "delay",
-                get: Some(|c: &Self| format_duration(c.delay)),
-                set: |c, v| {
-                    c.delay = duration_key(v, Nanos::ZERO)?;
-                    Ok(())
-                },
-            }];
+            let mut keys = vec![key!(Self, "delay", |c| c.delay, print_duration, |v| {
+                duration_key(v, Nanos::ZERO)
+            })];
             keys.extend(buffer_keys!(Self, |c| c.buffer));
             keys
         })

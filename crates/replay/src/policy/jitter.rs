@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use jitterlab_capture::stats::Jitter;
 use jitterlab_capture::{Nanos, Sample};
 
-use super::keys::{adaptive_keys, buffer_keys, check_clamp, number};
+use super::keys::{adaptive_keys, buffer_keys, key, number, print};
 use super::{AdaptiveConfig, Apply, BufferConfig, DelayModel, Key, KeyError, Preset};
 use crate::adapt::IntervalEstimate;
 use crate::engine::Controller;
@@ -46,22 +46,8 @@ impl Preset for JitterConfig {
         static KEYS: OnceLock<Vec<Key<JitterConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             let mut keys = vec![
-                Key {
-                    name: "a",
-                    get: Some(|c: &Self| c.a.to_string()),
-                    set: |c, v| {
-                        c.a = number(v, |x| (0.0..=100.0).contains(&x), "0 to 100")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "k",
-                    get: Some(|c: &Self| c.k.to_string()),
-                    set: |c, v| {
-                        c.k = number(v, |x| (0.0..=100.0).contains(&x), "0 to 100")?;
-                        Ok(())
-                    },
-                },
+                key!(Self, "a", |c| c.a, print, ratio),
+                key!(Self, "k", |c| c.k, print, ratio),
             ];
             keys.extend(adaptive_keys!(Self, |c| c.adaptive));
             keys.extend(buffer_keys!(Self, |c| c.adaptive.buffer));
@@ -70,7 +56,7 @@ impl Preset for JitterConfig {
     }
 
     fn validate(&self) -> Result<(), KeyError> {
-        check_clamp(self.adaptive.min, self.adaptive.max)
+        self.adaptive.validate()
     }
 
     fn max_delay(&self) -> Nanos {
@@ -91,6 +77,11 @@ impl Preset for JitterConfig {
             apply: self.adaptive.apply,
         }
     }
+}
+
+/// `a` and `k`: 0 to 100.
+fn ratio(v: &str) -> Result<f64, String> {
+    number(v, |x| (0.0..=100.0).contains(&x), "0 to 100")
 }
 
 /// `a·interval + k·J` from the RFC 3550 jitter estimate of the arrivals.

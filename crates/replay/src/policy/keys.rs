@@ -121,95 +121,78 @@ pub(crate) fn miss(value: &str) -> Result<MissPolicy, String> {
     }
 }
 
-/// The sample store's keys (`max_gap`, `capacity`, `stale`, `dedup`, `miss`), for a preset
-/// whose [`super::BufferConfig`] the accessor `$buf` reaches: `buffer_keys!(C, |c| c.buffer)`.
-macro_rules! buffer_keys {
-    ($c:ty, |$x:ident| $($path:tt)+) => {
-        [
-            $crate::policy::Key::<$c> {
-                name: "max_gap",
-                get: Some(|$x| jitterlab_capture::spec::format_duration($($path)+.max_gap)),
-                set: |$x, v| {
-                    $($path)+.max_gap = $crate::policy::duration_key(v, jitterlab_capture::Nanos(1))?;
-                    Ok(())
-                },
+/// One key of a preset whose field the accessor reaches, printed by `print` (taking the
+/// field by reference) and parsed by `parse`:
+/// `key!(C, "delay", |c| c.delay, print_duration, |v| duration_key(v, Nanos::ZERO))`.
+macro_rules! key {
+    ($c:ty, $name:literal, |$x:ident| $field:expr, $print:expr, $parse:expr) => {
+        $crate::policy::Key::<$c> {
+            name: $name,
+            get: Some(|$x: &$c| ($print)(&$field)),
+            set: |$x: &mut $c, v: &str| {
+                $field = ($parse)(v)?;
+                Ok(())
             },
-            $crate::policy::Key::<$c> {
-                name: "capacity",
-                get: Some(|$x| $($path)+.capacity.to_string()),
-                set: |$x, v| {
-                    $($path)+.capacity = $crate::policy::keys::capacity(v)?;
-                    Ok(())
-                },
-            },
-            $crate::policy::Key::<$c> {
-                name: "stale",
-                get: Some(|$x| $($path)+.stale_drop.to_string()),
-                set: |$x, v| {
-                    $($path)+.stale_drop = $crate::policy::keys::boolean(v)?;
-                    Ok(())
-                },
-            },
-            $crate::policy::Key::<$c> {
-                name: "dedup",
-                get: Some(|$x| $($path)+.dedup.to_string()),
-                set: |$x, v| {
-                    $($path)+.dedup = $crate::policy::keys::boolean(v)?;
-                    Ok(())
-                },
-            },
-            $crate::policy::Key::<$c> {
-                name: "miss",
-                get: Some(|$x| $($path)+.miss.to_string()),
-                set: |$x, v| {
-                    $($path)+.miss = $crate::policy::keys::miss(v)?;
-                    Ok(())
-                },
-            },
-        ]
+        }
     };
+}
+pub(crate) use key;
+
+/// Prints a duration field.
+pub(crate) fn print_duration(d: &Nanos) -> String {
+    format_duration(*d)
+}
+
+/// Prints a field by its `Display`.
+pub(crate) fn print<T: ToString>(x: &T) -> String {
+    x.to_string()
+}
+
+/// The sample store's keys (`max_gap`, `capacity`, `stale`, `dedup`, `miss`), for a preset
+/// whose [`super::BufferConfig`] the accessor reaches: `buffer_keys!(C, |c| c.buffer)`.
+macro_rules! buffer_keys {
+    ($c:ty, |$x:ident| $buf:expr) => {{
+        use $crate::policy::keys::{boolean, capacity, key, miss, print, print_duration};
+        [
+            key!($c, "max_gap", |$x| $buf.max_gap, print_duration, |v| {
+                $crate::policy::duration_key(v, jitterlab_capture::Nanos(1))
+            }),
+            key!($c, "capacity", |$x| $buf.capacity, print, capacity),
+            key!($c, "stale", |$x| $buf.stale_drop, print, boolean),
+            key!($c, "dedup", |$x| $buf.dedup, print, boolean),
+            key!($c, "miss", |$x| $buf.miss, print, miss),
+        ]
+    }};
 }
 pub(crate) use buffer_keys;
 
 /// The adaptive presets' shared keys (`interval`, `min`, `max`, `apply`) for a preset whose
 /// [`super::AdaptiveConfig`] the accessor reaches: `adaptive_keys!(C, |c| c.adaptive)`.
 macro_rules! adaptive_keys {
-    ($c:ty, |$x:ident| $($path:tt)+) => {
+    ($c:ty, |$x:ident| $ad:expr) => {{
+        use jitterlab_capture::Nanos;
+        use $crate::policy::keys::{apply, auto_duration, format_auto, key, print, print_duration};
         [
-            $crate::policy::Key::<$c> {
-                name: "interval",
-                get: Some(|$x| $crate::policy::keys::format_auto($($path)+.interval)),
-                set: |$x, v| {
-                    $($path)+.interval = $crate::policy::keys::auto_duration(v, jitterlab_capture::Nanos(1))?;
-                    Ok(())
-                },
-            },
-            $crate::policy::Key::<$c> {
-                name: "min",
-                get: Some(|$x| $crate::policy::keys::format_auto($($path)+.min)),
-                set: |$x, v| {
-                    $($path)+.min = $crate::policy::keys::auto_duration(v, jitterlab_capture::Nanos::ZERO)?;
-                    Ok(())
-                },
-            },
-            $crate::policy::Key::<$c> {
-                name: "max",
-                get: Some(|$x| jitterlab_capture::spec::format_duration($($path)+.max)),
-                set: |$x, v| {
-                    $($path)+.max = $crate::policy::duration_key(v, jitterlab_capture::Nanos::ZERO)?;
-                    Ok(())
-                },
-            },
-            $crate::policy::Key::<$c> {
-                name: "apply",
-                get: Some(|$x| $($path)+.apply.to_string()),
-                set: |$x, v| {
-                    $($path)+.apply = $crate::policy::keys::apply(v)?;
-                    Ok(())
-                },
-            },
+            key!(
+                $c,
+                "interval",
+                |$x| $ad.interval,
+                |d: &Option<Nanos>| format_auto(*d),
+                |v| { auto_duration(v, Nanos(1)) }
+            ),
+            key!(
+                $c,
+                "min",
+                |$x| $ad.min,
+                |d: &Option<Nanos>| format_auto(*d),
+                |v| { auto_duration(v, Nanos::ZERO) }
+            ),
+            key!($c, "max", |$x| $ad.max, print_duration, |v| {
+                $crate::policy::duration_key(v, Nanos::ZERO)
+            }),
+            key!($c, "apply", |$x| $ad.apply, print, apply),
         ]
-    };
+    }};
 }
 pub(crate) use adaptive_keys;
 

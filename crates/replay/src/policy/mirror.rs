@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 use jitterlab_capture::spec::format_duration;
 use jitterlab_capture::{Nanos, Sample};
 
-use super::keys::{boolean, number};
-use super::{Built, DelayModel, Key, MAX_CAPACITY, Preset, duration_key};
+use super::keys::{boolean, capacity, key, number, print};
+use super::{Built, DelayModel, Key, Preset, duration_key};
 use crate::buffer::{Counters, HoldReason, Packet, Pick};
 use crate::engine::{Applied, Engine};
 pub use crate::mirror::MirrorConfig;
@@ -18,8 +18,13 @@ fn secs_key(v: &str) -> Result<f64, String> {
     duration_key(v, Nanos(1)).map(Nanos::as_secs_f64)
 }
 
-fn print_secs(s: f64) -> String {
-    format_duration(Nanos::from_secs_f64(s))
+fn print_secs(s: &f64) -> String {
+    format_duration(Nanos::from_secs_f64(*s))
+}
+
+/// A speed factor in [0, 1).
+fn below_one(v: &str) -> Result<f64, String> {
+    number(v, |x| (0.0..1.0).contains(&x), "0 to below 1")
 }
 
 impl Preset for MirrorConfig {
@@ -32,110 +37,45 @@ impl Preset for MirrorConfig {
         static KEYS: OnceLock<Vec<Key<MirrorConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             vec![
-                Key {
-                    name: "send_rate",
-                    get: Some(|c: &Self| c.send_rate.to_string()),
-                    set: |c, v| {
-                        c.send_rate = number(v, |x| x > 0.0 && x <= 10_000.0, ">0 to 10000 Hz")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "buffer_multiplier",
-                    get: Some(|c: &Self| c.buffer_multiplier.to_string()),
-                    set: |c, v| {
-                        c.buffer_multiplier = number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "buffer_limit",
-                    get: Some(|c: &Self| c.buffer_limit.to_string()),
-                    set: |c, v| {
-                        c.buffer_limit = match v.parse::<usize>() {
-                            Ok(n) if (1..=MAX_CAPACITY).contains(&n) => n,
-                            _ => {
-                                return Err(format!(
-                                    "{v} is out of range (allowed: 1..={MAX_CAPACITY})"
-                                ));
-                            }
-                        };
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "catchup_negative_threshold",
-                    get: Some(|c: &Self| c.catchup_negative_threshold.to_string()),
-                    set: |c, v| {
-                        c.catchup_negative_threshold = number(
-                            v,
-                            |x| (-1000.0..=0.0).contains(&x),
-                            "-1000 to 0 send intervals",
-                        )?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "catchup_positive_threshold",
-                    get: Some(|c: &Self| c.catchup_positive_threshold.to_string()),
-                    set: |c, v| {
-                        c.catchup_positive_threshold = number(
-                            v,
-                            |x| (0.0..=1000.0).contains(&x),
-                            "0 to 1000 send intervals",
-                        )?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "catchup_speed",
-                    get: Some(|c: &Self| c.catchup_speed.to_string()),
-                    set: |c, v| {
-                        c.catchup_speed = number(v, |x| (0.0..1.0).contains(&x), "0 to below 1")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "slowdown_speed",
-                    get: Some(|c: &Self| c.slowdown_speed.to_string()),
-                    set: |c, v| {
-                        c.slowdown_speed = number(v, |x| (0.0..1.0).contains(&x), "0 to below 1")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "drift_ema_duration",
-                    get: Some(|c: &Self| print_secs(c.drift_ema_duration)),
-                    set: |c, v| {
-                        c.drift_ema_duration = secs_key(v)?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "dynamic_adjustment",
-                    get: Some(|c: &Self| c.dynamic_adjustment.to_string()),
-                    set: |c, v| {
-                        c.dynamic_adjustment = boolean(v)?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "dynamic_adjustment_tolerance",
-                    get: Some(|c: &Self| c.dynamic_adjustment_tolerance.to_string()),
-                    set: |c, v| {
-                        c.dynamic_adjustment_tolerance =
-                            number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "delivery_time_ema_duration",
-                    get: Some(|c: &Self| print_secs(c.delivery_time_ema_duration)),
-                    set: |c, v| {
-                        c.delivery_time_ema_duration = secs_key(v)?;
-                        Ok(())
-                    },
-                },
+                key!(Self, "send_rate", |c| c.send_rate, print, |v| {
+                    number(v, |x| x > 0.0 && x <= 10_000.0, ">0 to 10000 Hz")
+                }),
+                key!(Self, "buffer_multiplier", |c| c.buffer_multiplier, print, |v| {
+                    number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000")
+                }),
+                key!(Self, "buffer_limit", |c| c.buffer_limit, print, capacity),
+                key!(
+                    Self,
+                    "catchup_negative_threshold",
+                    |c| c.catchup_negative_threshold,
+                    print,
+                    |v| number(v, |x| (-1000.0..=0.0).contains(&x), "-1000 to 0 send intervals")
+                ),
+                key!(
+                    Self,
+                    "catchup_positive_threshold",
+                    |c| c.catchup_positive_threshold,
+                    print,
+                    |v| number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000 send intervals")
+                ),
+                key!(Self, "catchup_speed", |c| c.catchup_speed, print, below_one),
+                key!(Self, "slowdown_speed", |c| c.slowdown_speed, print, below_one),
+                key!(Self, "drift_ema_duration", |c| c.drift_ema_duration, print_secs, secs_key),
+                key!(Self, "dynamic_adjustment", |c| c.dynamic_adjustment, print, boolean),
+                key!(
+                    Self,
+                    "dynamic_adjustment_tolerance",
+                    |c| c.dynamic_adjustment_tolerance,
+                    print,
+                    |v| number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000")
+                ),
+                key!(
+                    Self,
+                    "delivery_time_ema_duration",
+                    |c| c.delivery_time_ema_duration,
+                    print_secs,
+                    secs_key
+                ),
             ]
         })
     }

@@ -2,10 +2,9 @@
 
 use std::sync::OnceLock;
 
-use jitterlab_capture::spec::format_duration;
 use jitterlab_capture::{Nanos, Sample};
 
-use super::keys::{apply, boolean, buffer_keys, number};
+use super::keys::{apply, boolean, buffer_keys, key, number, print, print_duration};
 use super::{Apply, BufferConfig, DelayModel, Key, Preset, duration_key};
 use crate::adapt::IntervalEstimate;
 use crate::engine::Controller;
@@ -49,71 +48,27 @@ impl Preset for NetEqConfig {
         static KEYS: OnceLock<Vec<Key<NetEqConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             let mut keys = vec![
-                Key {
-                    name: "quantile",
-                    get: Some(|c: &Self| c.delay.quantile.to_string()),
-                    set: |c, v| {
-                        c.delay.quantile =
-                            number(v, |x| x > 0.0 && x < 1.0, "strictly between 0 and 1")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "forget_factor",
-                    get: Some(|c: &Self| c.delay.forget_factor.to_string()),
-                    set: |c, v| {
-                        c.delay.forget_factor = number(v, |x| (0.0..1.0).contains(&x), "0 to below 1")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "resample_interval",
-                    get: Some(|c: &Self| {
-                        c.delay
-                            .resample_interval_ms
-                            .map_or_else(|| "off".to_owned(), |ms| format!("{ms}ms"))
-                    }),
-                    set: |c, v| {
-                        c.delay.resample_interval_ms = if v == "off" {
-                            None
-                        } else {
-                            Some(duration_key(v, Nanos::from_millis(1))?.as_nanos() / 1_000_000)
-                        };
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "reorder",
-                    get: Some(|c: &Self| c.delay.use_reorder_optimizer.to_string()),
-                    set: |c, v| {
-                        c.delay.use_reorder_optimizer = boolean(v)?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "window",
-                    get: Some(|c: &Self| format_duration(c.window)),
-                    set: |c, v| {
-                        c.window = duration_key(v, Nanos::from_millis(1))?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "max",
-                    get: Some(|c: &Self| format_duration(c.max)),
-                    set: |c, v| {
-                        c.max = duration_key(v, Nanos::ZERO)?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "apply",
-                    get: Some(|c: &Self| c.apply.to_string()),
-                    set: |c, v| {
-                        c.apply = apply(v)?;
-                        Ok(())
-                    },
-                },
+                key!(Self, "quantile", |c| c.delay.quantile, print, |v| {
+                    number(v, |x| x > 0.0 && x < 1.0, "strictly between 0 and 1")
+                }),
+                key!(Self, "forget_factor", |c| c.delay.forget_factor, print, |v| {
+                    number(v, |x| (0.0..1.0).contains(&x), "0 to below 1")
+                }),
+                key!(
+                    Self,
+                    "resample_interval",
+                    |c| c.delay.resample_interval_ms,
+                    print_resample,
+                    resample
+                ),
+                key!(Self, "reorder", |c| c.delay.use_reorder_optimizer, print, boolean),
+                key!(Self, "window", |c| c.window, print_duration, |v| {
+                    duration_key(v, Nanos::from_millis(1))
+                }),
+                key!(Self, "max", |c| c.max, print_duration, |v| {
+                    duration_key(v, Nanos::ZERO)
+                }),
+                key!(Self, "apply", |c| c.apply, print, apply),
             ];
             keys.extend(buffer_keys!(Self, |c| c.buffer));
             keys
@@ -148,6 +103,20 @@ impl Preset for NetEqConfig {
             detail: Some(PlayoutDetail::NetEq(run.stats)),
         })
     }
+}
+
+/// `off`, or whole milliseconds of at least 1 ms.
+fn resample(v: &str) -> Result<Option<i64>, String> {
+    match v {
+        "off" => Ok(None),
+        _ => Ok(Some(
+            duration_key(v, Nanos::from_millis(1))?.as_nanos() / 1_000_000,
+        )),
+    }
+}
+
+fn print_resample(ms: &Option<i64>) -> String {
+    ms.map_or_else(|| "off".to_owned(), |ms| format!("{ms}ms"))
 }
 
 /// NetEq's delay manager fed with whole milliseconds of media and arrival time.

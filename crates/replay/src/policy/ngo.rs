@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use jitterlab_capture::{Nanos, Sample};
 
-use super::keys::number;
+use super::keys::{key, number, print};
 use super::{Built, DelayModel, Key, Preset};
 use crate::buffer::{Counters, HoldReason, Packet, Pick};
 use crate::engine::{Applied, Engine};
@@ -21,22 +21,12 @@ impl Preset for NgoConfig {
         static KEYS: OnceLock<Vec<Key<NgoConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             vec![
-                Key {
-                    name: "tick_rate",
-                    get: Some(|c: &Self| c.tick_rate.to_string()),
-                    set: |c, v| {
-                        c.tick_rate = number(v, |x| x > 0.0 && x <= 10_000.0, ">0 to 10000 per second")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "ticks_ago",
-                    get: Some(|c: &Self| c.ticks_ago.to_string()),
-                    set: |c, v| {
-                        c.ticks_ago = number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000 ticks")?;
-                        Ok(())
-                    },
-                },
+                key!(Self, "tick_rate", |c| c.tick_rate, print, |v| {
+                    number(v, |x| x > 0.0 && x <= 10_000.0, ">0 to 10000 per second")
+                }),
+                key!(Self, "ticks_ago", |c| c.ticks_ago, print, |v| {
+                    number(v, |x| (0.0..=1000.0).contains(&x), "0 to 1000 ticks")
+                }),
             ]
         })
     }

@@ -4,10 +4,9 @@
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 
-use jitterlab_capture::spec::format_duration;
 use jitterlab_capture::{Nanos, Sample};
 
-use super::keys::{adaptive_keys, buffer_keys, check_clamp, number};
+use super::keys::{adaptive_keys, buffer_keys, key, number, print, print_duration};
 use super::{AdaptiveConfig, Apply, BufferConfig, DelayModel, Key, KeyError, Preset, duration_key};
 use crate::adapt::IntervalEstimate;
 use crate::engine::Controller;
@@ -54,30 +53,15 @@ impl Preset for QuantileConfig {
         static KEYS: OnceLock<Vec<Key<QuantileConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             let mut keys = vec![
-                Key {
-                    name: "q",
-                    get: Some(|c: &Self| c.q.to_string()),
-                    set: |c, v| {
-                        c.q = number(v, |x| x > 0.0 && x < 1.0, "strictly between 0 and 1")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "window",
-                    get: Some(|c: &Self| format_duration(c.window)),
-                    set: |c, v| {
-                        c.window = duration_key(v, Nanos(1))?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "every",
-                    get: Some(|c: &Self| format_duration(c.every)),
-                    set: |c, v| {
-                        c.every = duration_key(v, Nanos(1))?;
-                        Ok(())
-                    },
-                },
+                key!(Self, "q", |c| c.q, print, |v| {
+                    number(v, |x| x > 0.0 && x < 1.0, "strictly between 0 and 1")
+                }),
+                key!(Self, "window", |c| c.window, print_duration, |v| {
+                    duration_key(v, Nanos(1))
+                }),
+                key!(Self, "every", |c| c.every, print_duration, |v| {
+                    duration_key(v, Nanos(1))
+                }),
             ];
             keys.extend(adaptive_keys!(Self, |c| c.adaptive));
             keys.extend(buffer_keys!(Self, |c| c.adaptive.buffer));
@@ -86,7 +70,7 @@ impl Preset for QuantileConfig {
     }
 
     fn validate(&self) -> Result<(), KeyError> {
-        check_clamp(self.adaptive.min, self.adaptive.max)
+        self.adaptive.validate()
     }
 
     fn max_delay(&self) -> Nanos {

@@ -97,6 +97,11 @@ pub struct AdaptiveConfig {
 }
 
 impl AdaptiveConfig {
+    /// `min` must not be above `max`.
+    pub(crate) fn validate(&self) -> Result<(), super::KeyError> {
+        super::keys::check_clamp(self.min, self.max)
+    }
+
     /// Clamps `d` to [min, max], `min` defaulting to one send interval.
     pub(crate) fn clamp(&self, d: Nanos, interval: Nanos) -> Nanos {
         let lo = self.min.unwrap_or(interval).min(self.max);

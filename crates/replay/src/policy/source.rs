@@ -3,9 +3,8 @@
 use std::sync::OnceLock;
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::spec::format_duration;
 
-use super::keys::{buffer_keys, number};
+use super::keys::{buffer_keys, key, number, print, print_duration};
 use super::{BufferConfig, DelayModel, Key, MissPolicy, Preset, duration_key};
 
 /// Valve Source engine interpolation (anchors.md §5): a fixed render delay
@@ -59,36 +58,21 @@ impl Preset for SourceConfig {
         static KEYS: OnceLock<Vec<Key<SourceConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             let mut keys = vec![
-                Key {
-                    name: "cl_interp",
-                    get: Some(|c: &Self| format_duration(c.cl_interp)),
-                    set: |c, v| {
-                        c.cl_interp = duration_key(v, Nanos::ZERO)?;
-                        if c.cl_interp > Nanos::from_millis(500) {
-                            return Err(format!(
-                                "{v} is out of range (allowed: 0 to 0.5s, Source's bounds)"
-                            ));
-                        }
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "cl_interp_ratio",
-                    get: Some(|c: &Self| c.cl_interp_ratio.to_string()),
-                    set: |c, v| {
-                        c.cl_interp_ratio = number(v, |x| (0.0..=100.0).contains(&x), "0 to 100")?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "cl_updaterate",
-                    get: Some(|c: &Self| c.cl_updaterate.to_string()),
-                    set: |c, v| {
-                        c.cl_updaterate =
-                            number(v, |x| x > 0.0 && x <= 10_000.0, ">0 to 10000 per second")?;
-                        Ok(())
-                    },
-                },
+                key!(Self, "cl_interp", |c| c.cl_interp, print_duration, |v| {
+                    let d = duration_key(v, Nanos::ZERO)?;
+                    if d > Nanos::from_millis(500) {
+                        return Err(format!(
+                            "{v} is out of range (allowed: 0 to 0.5s, Source's bounds)"
+                        ));
+                    }
+                    Ok(d)
+                }),
+                key!(Self, "cl_interp_ratio", |c| c.cl_interp_ratio, print, |v| {
+                    number(v, |x| (0.0..=100.0).contains(&x), "0 to 100")
+                }),
+                key!(Self, "cl_updaterate", |c| c.cl_updaterate, print, |v| {
+                    number(v, |x| x > 0.0 && x <= 10_000.0, ">0 to 10000 per second")
+                }),
                 // Read only: printed as the sample store's `miss=extrapolate:…`.
                 Key {
                     name: "cl_extrapolate_amount",
