@@ -163,6 +163,41 @@ pub fn sweep_frame(
     Ok(DataFrame::new_infer_height(cols)?)
 }
 
+/// The format of a results file by its extension: `parquet`, `csv` or `json`.
+///
+/// # Errors
+/// Any other extension.
+pub fn results_format(path: &Path) -> Result<&'static str, Error> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("parquet") => Ok("parquet"),
+        Some("csv") => Ok("csv"),
+        Some("json") => Ok("json"),
+        _ => Err(Error::Table(format!(
+            "{}: the output's extension must be .parquet, .csv or .json",
+            path.display()
+        ))),
+    }
+}
+
+/// Checks, before any work, that rows can be written to `path`: a known extension, and no
+/// existing file unless `force`.
+///
+/// # Errors
+/// An unknown extension, or an existing file without `force`.
+pub fn check_results_output(path: &Path, force: bool) -> Result<(), Error> {
+    results_format(path)?;
+    if path.exists() && !force {
+        return Err(Error::Capture(jitterlab_capture::Error::Exists {
+            path: path.display().to_string(),
+        }));
+    }
+    Ok(())
+}
+
 /// Writes the rows to `path` as Parquet (`.parquet`), CSV (`.csv`) or JSON (`.json`, an array
 /// of row objects), atomically; an existing file needs `force`.
 ///
@@ -175,21 +210,9 @@ pub fn write_results(
     policies: &[Policy],
     rows: &[Row],
 ) -> Result<(), Error> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    let kind = match ext.as_deref() {
-        Some(k @ ("parquet" | "csv" | "json")) => k.to_owned(),
-        _ => {
-            return Err(Error::Table(format!(
-                "{}: the output's extension must be .parquet, .csv or .json",
-                path.display()
-            )));
-        }
-    };
+    let kind = results_format(path)?;
     let mut out = AtomicFile::create(path, force)?;
-    match kind.as_str() {
+    match kind {
         "json" => {
             let cols = columns(trace_names, policies, rows);
             let objects: Vec<Value> = (0..rows.len())

@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Constraints, tune};
 use jitterlab_replay::{Policy, TraceStreams};
-use jitterlab_report::results::write_results;
+use jitterlab_report::results::{check_results_output, write_results};
 
 use crate::sweeping::{SweepOptions, execute, load_all, policies};
 
@@ -39,22 +39,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     // Everything that can be refused is checked before any trace is read.
     let policies = policies(&args.options, None)?;
     if let Some(out) = &args.output {
-        let ok = out
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "parquet" | "csv" | "json"));
-        if !ok {
-            bail!(
-                "{}: the output's extension must be .parquet, .csv or .json",
-                out.display()
-            );
-        }
-        if out.exists() && !args.force {
-            bail!(
-                "{} already exists (pass --force to overwrite)",
-                out.display()
-            );
-        }
+        check_results_output(out, args.force)?;
     }
     let started = Instant::now();
     let loaded = load_all(&args.traces, &args.options)?;
