@@ -82,7 +82,10 @@ fn hint(err: &anyhow::Error) -> String {
             }
             Replay::FrameRate { .. } => Some(" (--fps)".to_owned()),
             Replay::FrameTimesDecrease { .. } => Some(" (--at or --frames)".to_owned()),
-            Replay::HitchChance { .. } | Replay::HitchLength => Some(" (--hitches)".to_owned()),
+            Replay::HitchChance { .. } | Replay::HitchLength | Replay::Hitches { .. } => {
+                Some(" (--hitches)".to_owned())
+            }
+            Replay::FrameTimeLine { .. } | Replay::NoFrameTimes => Some(" (--frames)".to_owned()),
             Replay::ClockMapping { .. } => Some(" (--clock)".to_owned()),
             Replay::TooManyConfigs { .. } => Some(" (--max-configs)".to_owned()),
             Replay::NotPlayout { .. } => Some(" (--playout)".to_owned()),

@@ -29,6 +29,25 @@ pub enum Error {
         /// The time after it that is smaller, ms.
         later_ms: f64,
     },
+    /// A line of a frame-time list that is not a time in ms.
+    #[error("line {line}: '{text}' is not a frame time in ms")]
+    FrameTimeLine {
+        /// The line, from 1.
+        line: usize,
+        /// Its text.
+        text: String,
+    },
+    /// A frame-time list without any time.
+    #[error("no frame times")]
+    NoFrameTimes,
+    /// A hitch spec that does not parse.
+    #[error("hitches '{text}': {reason}")]
+    Hitches {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A hitch probability outside [0, 1).
     #[error("hitch chance {chance} is out of range (allowed: 0 to below 1)")]
     HitchChance {

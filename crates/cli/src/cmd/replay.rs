@@ -64,46 +64,6 @@ pub(crate) struct Args {
     decode: DecodeArgs,
 }
 
-/// Reads recorded frame times: one local time in ms per line (blank lines and `#` comments
-/// ignored), not decreasing.
-fn read_frame_times(path: &std::path::Path) -> Result<Vec<Nanos>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        match line.parse::<f64>() {
-            Ok(ms) if ms.is_finite() => out.push(Nanos::from_millis_f64(ms)),
-            _ => bail!(
-                "{} line {}: '{line}' is not a frame time in ms",
-                path.display(),
-                i + 1
-            ),
-        }
-    }
-    if out.is_empty() {
-        bail!("{}: no frame times", path.display());
-    }
-    Ok(out)
-}
-
-/// Parses `CHANCE:LENGTH`, e.g. `2%:50ms`.
-fn parse_hitches(spec: &str) -> Result<(f64, Nanos)> {
-    let bad = || anyhow::anyhow!("--hitches '{spec}': expected CHANCE:LENGTH, e.g. 2%:50ms");
-    let (chance, length) = spec.split_once(':').ok_or_else(bad)?;
-    let chance = match chance.strip_suffix('%') {
-        Some(p) => p.parse::<f64>().map(|p| p / 100.0),
-        None => chance.parse::<f64>(),
-    }
-    .map_err(|_| bad())?;
-    let length = jitterlab_capture::time::parse_duration(length)
-        .map_err(|e| anyhow::anyhow!("--hitches: {e}"))?;
-    Ok((chance, length))
-}
-
 fn ms(t: Nanos) -> f64 {
     t.as_millis_f64()
 }
@@ -158,16 +118,12 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             }
             FrameClock::At(times.iter().map(|&t| Nanos::from_millis_f64(t)).collect())
         }
-        (None, Some(path), _) => FrameClock::At(read_frame_times(path)?),
-        (None, None, Some(spec)) => {
-            let (chance, hitch) = parse_hitches(spec)?;
-            FrameClock::Hitches {
-                fps: args.fps,
-                chance,
-                hitch,
-                seed: args.seed,
-            }
+        (None, Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            FrameClock::parse_times(&text).with_context(|| path.display().to_string())?
         }
+        (None, None, Some(spec)) => FrameClock::parse_hitches(args.fps, spec, args.seed)?,
         (None, None, None) => FrameClock::Fps(args.fps),
     };
     frames.validate()?;

@@ -93,6 +93,63 @@ impl Iterator for FrameTimes<'_> {
 }
 
 impl FrameClock {
+    /// Recorded frame times: one local time in ms per line (blank lines and `#` comments
+    /// ignored), not decreasing.
+    ///
+    /// # Errors
+    /// A line that is not a finite time in ms (its number given), no times at all, or times
+    /// that decrease.
+    pub fn parse_times(text: &str) -> Result<Self, Error> {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match line.parse::<f64>() {
+                Ok(ms) if ms.is_finite() => out.push(Nanos::from_millis_f64(ms)),
+                _ => {
+                    return Err(Error::FrameTimeLine {
+                        line: i + 1,
+                        text: line.to_owned(),
+                    });
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::NoFrameTimes);
+        }
+        let clock = Self::At(out);
+        clock.validate()?;
+        Ok(clock)
+    }
+
+    /// A frame rate with hitches from `CHANCE:LENGTH`, e.g. `2%:50ms` (a frame takes 50 ms
+    /// longer with probability 2 %), seeded by `seed`.
+    ///
+    /// # Errors
+    /// Not of that form, or out of range.
+    pub fn parse_hitches(fps: f64, text: &str, seed: u64) -> Result<Self, Error> {
+        let bad = |reason: String| Error::Hitches {
+            text: text.to_owned(),
+            reason,
+        };
+        let (chance, length) = text
+            .split_once(':')
+            .ok_or_else(|| bad("expected CHANCE:LENGTH, e.g. 2%:50ms".to_owned()))?;
+        let chance =
+            jitterlab_capture::spec::parse_share(chance).map_err(|e| bad(e.to_string()))?;
+        let hitch = jitterlab_capture::time::parse_duration(length).map_err(bad)?;
+        let clock = Self::Hitches {
+            fps,
+            chance,
+            hitch,
+            seed,
+        };
+        clock.validate()?;
+        Ok(clock)
+    }
+
     /// Checks the frame rate or the times.
     ///
     /// # Errors
