@@ -52,9 +52,38 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-    /// An argument or option value is out of range or malformed.
-    #[error("{0}")]
-    Invalid(String),
+    /// A name that is not one of those known (a decoder, a motion, a profile).
+    #[error("unknown {what} '{name}' (known: {known})")]
+    Unknown {
+        /// What kind of name: "decoder", "motion", "profile".
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The names known, comma-separated.
+        known: String,
+    },
+    /// A `layout:` decoder spec that does not parse.
+    #[error("decoder layout:{spec}: {reason}")]
+    Layout {
+        /// The spec given.
+        spec: String,
+        /// What is wrong, naming the field.
+        reason: String,
+    },
+    /// A destination that cannot be reached.
+    #[error("cannot send to {to}")]
+    Unreachable {
+        /// The destination.
+        to: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An output path without a file name (`/`, `..`).
+    #[error("{path} is not a file name")]
+    NotAFileName {
+        /// The path given.
+        path: String,
+    },
     /// A setting (a rate, a size, a duration) is out of range.
     #[error("{setting} {value}: {reason}")]
     Setting {

@@ -49,9 +49,9 @@ impl AtomicFile {
                 path: dest.display().to_string(),
             });
         }
-        let name = dest
-            .file_name()
-            .ok_or_else(|| Error::Invalid(format!("{} is not a file name", dest.display())))?;
+        let name = dest.file_name().ok_or_else(|| Error::NotAFileName {
+            path: dest.display().to_string(),
+        })?;
         let tmp = dest.with_file_name(format!(
             ".{}.partial-{}",
             name.to_string_lossy(),

@@ -113,7 +113,10 @@ pub fn send(
     };
     let sock = UdpSocket::bind(bind)?;
     sock.connect(config.to)
-        .map_err(|e| Error::Invalid(format!("cannot send to {}: {e}", config.to)))?;
+        .map_err(|source| Error::Unreachable {
+            to: config.to,
+            source,
+        })?;
     let local = sock.local_addr()?;
     let mut log = match log {
         Some(f) => {

@@ -54,9 +54,11 @@ impl Motion {
             "walk" => Ok(Self::Walk),
             "stop-go" => Ok(Self::StopGo),
             "teleport" => Ok(Self::Teleport),
-            other => Err(Error::Invalid(format!(
-                "unknown motion '{other}' (known: circle, walk, stop-go, teleport)"
-            ))),
+            other => Err(Error::Unknown {
+                what: "motion",
+                name: other.to_owned(),
+                known: "circle, walk, stop-go, teleport".to_owned(),
+            }),
         }
     }
 
@@ -212,10 +214,11 @@ pub const PROFILES: &[(&str, &str, &str)] = &[
 pub fn profile(name: &str) -> Result<ModelSpec, Error> {
     let (_, _, spec) = PROFILES.iter().find(|(n, ..)| *n == name).ok_or_else(|| {
         let names: Vec<&str> = PROFILES.iter().map(|(n, ..)| *n).collect();
-        Error::Invalid(format!(
-            "unknown profile '{name}' (known: {})",
-            names.join(", ")
-        ))
+        Error::Unknown {
+            what: "profile",
+            name: name.to_owned(),
+            known: names.join(", "),
+        }
     })?;
     spec.parse()
 }

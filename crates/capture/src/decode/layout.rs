@@ -136,10 +136,11 @@ impl Layout {
     /// Parses the part after `layout:`.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the field that does not parse.
+    /// [`Error::Layout`] naming the field that does not parse.
     pub fn parse(spec: &str) -> Result<Self, Error> {
-        let bad = |item: &str, why: &str| {
-            Error::Invalid(format!("decoder layout:{spec}: field '{item}': {why}"))
+        let bad = |item: &str, why: &str| Error::Layout {
+            spec: spec.to_owned(),
+            reason: format!("field '{item}': {why}"),
         };
         let (mut seq, mut send, mut stream, mut state) = (None, None, None, None);
         let mut values = Vec::new();
@@ -228,10 +229,9 @@ impl Layout {
                 return Err(bad(item, "given twice"));
             }
         }
-        let missing = |what: &str| {
-            Error::Invalid(format!(
-                "decoder layout:{spec}: needs a {what} field, e.g. {what}=u32be@0"
-            ))
+        let missing = |what: &str| Error::Layout {
+            spec: spec.to_owned(),
+            reason: format!("needs a {what} field, e.g. {what}=u32be@0"),
         };
         Ok(Self {
             spec: spec.to_owned(),

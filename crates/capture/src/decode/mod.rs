@@ -231,9 +231,11 @@ impl DecoderConfig {
                 Some(spec) => Ok(Self::new(DecoderKind::Layout(Box::new(
                     layout::Layout::parse(spec)?,
                 )))),
-                None => Err(Error::Invalid(format!(
-                    "unknown decoder '{other}' (known: rtp, probe, layout:SPEC)"
-                ))),
+                None => Err(Error::Unknown {
+                    what: "decoder",
+                    name: other.to_owned(),
+                    known: "rtp, probe, layout:SPEC".to_owned(),
+                }),
             },
         }
     }
