@@ -8,10 +8,11 @@ use std::sync::OnceLock;
 use jitterlab_capture::Nanos;
 use jitterlab_capture::testdata::snapshot_trace;
 use jitterlab_replay::grid::Grid;
-use jitterlab_replay::policy::{Key, KeyError, duration_key};
+use jitterlab_replay::policy::{Key, KeyError, duration_key, print, print_duration};
 use jitterlab_replay::sweep::{self, Shard, SweepTrace};
 use jitterlab_replay::{
     BufferConfig, ClockMapping, DelayModel, FrameClock, Policy, Prepared, Preset, Registry, Stream,
+    policy_key,
 };
 
 /// `toy:ticks=2,rate=20`: a fixed delay of `ticks / rate`.
@@ -46,30 +47,11 @@ impl Preset for Toy {
         static KEYS: OnceLock<Vec<Key<Toy>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             vec![
-                Key {
-                    name: "ticks",
-                    get: Some(|c: &Self| c.ticks.to_string()),
-                    set: |c, v| {
-                        c.ticks = v.parse().map_err(|_| format!("'{v}' is not a number"))?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "rate",
-                    get: Some(|c: &Self| c.rate.to_string()),
-                    set: |c, v| {
-                        c.rate = v.parse().map_err(|_| format!("'{v}' is not a number"))?;
-                        Ok(())
-                    },
-                },
-                Key {
-                    name: "max_gap",
-                    get: Some(|c: &Self| format!("{}ms", c.buffer.max_gap.as_millis_f64())),
-                    set: |c, v| {
-                        c.buffer.max_gap = duration_key(v, Nanos(1))?;
-                        Ok(())
-                    },
-                },
+                policy_key!(Self, "ticks", |c| c.ticks, print, number),
+                policy_key!(Self, "rate", |c| c.rate, print, number),
+                policy_key!(Self, "max_gap", |c| c.buffer.max_gap, print_duration, |v| {
+                    duration_key(v, Nanos(1))
+                }),
             ]
         })
     }
@@ -96,6 +78,10 @@ impl Preset for Toy {
     fn delay_model(&self) -> DelayModel {
         DelayModel::Fixed(self.delay())
     }
+}
+
+fn number(v: &str) -> Result<f64, String> {
+    v.parse().map_err(|_| format!("'{v}' is not a number"))
 }
 
 fn registry() -> Registry {

@@ -121,10 +121,28 @@ pub(crate) fn miss(value: &str) -> Result<MissPolicy, String> {
     }
 }
 
-/// One key of a preset whose field the accessor reaches, printed by `print` (taking the
-/// field by reference) and parsed by `parse`:
-/// `key!(C, "delay", |c| c.delay, print_duration, |v| duration_key(v, Nanos::ZERO))`.
-macro_rules! key {
+/// One [`Key`] of preset `C` whose field the accessor reaches, printed by `print` (taking the
+/// field by reference) and parsed by `parse` (a function or non-capturing closure from `&str`
+/// to `Result<T, String>`):
+///
+/// ```
+/// use jitterlab_capture::Nanos;
+/// use jitterlab_replay::policy::{Key, duration_key, print_duration};
+/// use jitterlab_replay::policy_key;
+///
+/// #[derive(Default)]
+/// struct Mine {
+///     delay: Nanos,
+/// }
+/// let key: Key<Mine> = policy_key!(Mine, "delay", |c| c.delay, print_duration, |v| {
+///     duration_key(v, Nanos::ZERO)
+/// });
+/// let mut mine = Mine::default();
+/// (key.set)(&mut mine, "40ms").unwrap();
+/// assert_eq!((key.get.unwrap())(&mine), "40ms");
+/// ```
+#[macro_export]
+macro_rules! policy_key {
     ($c:ty, $name:literal, |$x:ident| $field:expr, $print:expr, $parse:expr) => {
         $crate::policy::Key::<$c> {
             name: $name,
@@ -136,15 +154,15 @@ macro_rules! key {
         }
     };
 }
-pub(crate) use key;
+pub(crate) use crate::policy_key as key;
 
 /// Prints a duration field.
-pub(crate) fn print_duration(d: &Nanos) -> String {
+pub fn print_duration(d: &Nanos) -> String {
     format_duration(*d)
 }
 
 /// Prints a field by its `Display`.
-pub(crate) fn print<T: ToString>(x: &T) -> String {
+pub fn print<T: ToString>(x: &T) -> String {
     x.to_string()
 }
 

@@ -30,7 +30,7 @@ use crate::playout::PlayoutRun;
 mod keys;
 mod shared;
 
-pub use keys::{Key, KeyError, duration_key};
+pub use keys::{Key, KeyError, duration_key, print, print_duration};
 pub use shared::{AdaptiveConfig, Apply, BufferConfig, MAX_CAPACITY, MissPolicy};
 
 /// Declares the built-in presets: one `module: Type` line each (the module is this folder's
