@@ -473,7 +473,9 @@ impl Metrics {
 }
 
 /// Every metric of one replay, under the names `replay --json` and sweep tables use.
+// `default`: a results file from a version with fewer metrics still reads back.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     /// Frames after playback started.
     pub frames: u64,

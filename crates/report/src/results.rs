@@ -247,6 +247,41 @@ mod tests {
     use super::*;
     use jitterlab_replay::Summary;
 
+    /// Rows written in each format read back as the same typed rows: the same policies by
+    /// index, trace names, and every metric (counts, ratios, absent values, the reference).
+    #[test]
+    fn every_format_reads_back_as_the_rows_written() {
+        let policies: Vec<Policy> = ["fixed:delay=50ms", "jitter:k=3", "mirror"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let rows: Vec<Row> = (0..6)
+            .map(|i| Row {
+                trace: i / 3,
+                config: i % 3,
+                summary: Summary {
+                    frames: 100 + i as u64,
+                    holds: i as u64,
+                    hold_ratio: 0.25 * i as f64,
+                    mean_delay_ms: (i != 4).then_some(50.5 + i as f64),
+                    min_depth: (i != 2).then_some(i as u64),
+                    error_reference: (i % 2 == 0).then_some(jitterlab_replay::Reference::Truth),
+                    ..Summary::default()
+                },
+            })
+            .collect();
+        let names = vec!["a.jtr".to_owned(), "b, c.jtr".to_owned()];
+        let dir = tempfile::tempdir().unwrap();
+        for ext in ["parquet", "csv", "json"] {
+            let path = dir.path().join(format!("rows.{ext}"));
+            write_results(&path, false, &names, &policies, &rows).unwrap();
+            let table = read_results(&path).unwrap();
+            assert_eq!(table.traces, names, "{ext}");
+            assert_eq!(table.policies, policies, "{ext}");
+            assert_eq!(table.rows, rows, "{ext}");
+        }
+    }
+
     #[test]
     fn parquet_reads_back_with_the_same_rows_and_types() {
         let policies: Vec<Policy> = ["fixed:delay=50ms", "jitter:k=3", "fixed:delay=12.5ms"]
