@@ -1,0 +1,175 @@
+//! What decoding yields: samples (sequence, send time, arrival, values), their lifecycle
+//! events, per-stream information, and why a packet could not be decoded.
+
+use std::fmt;
+
+use crate::time::Nanos;
+use crate::trace::Endpoint;
+
+/// Why one packet could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError(String);
+
+impl DecodeError {
+    /// A decode error with a message.
+    pub fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// A lifecycle event carried by a snapshot: interpolation never crosses one (C14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lifecycle {
+    /// The entity appears at this snapshot.
+    Spawn,
+    /// The entity disappears at this snapshot.
+    Despawn,
+    /// The entity jumps to this snapshot's position.
+    Teleport,
+}
+
+impl Lifecycle {
+    /// The probe flag bit.
+    pub const fn flag(self) -> u8 {
+        match self {
+            Self::Spawn => 1,
+            Self::Despawn => 2,
+            Self::Teleport => 4,
+        }
+    }
+
+    /// The event for a single probe flag bit.
+    pub const fn from_flag(flag: u8) -> Option<Self> {
+        match flag {
+            1 => Some(Self::Spawn),
+            2 => Some(Self::Despawn),
+            4 => Some(Self::Teleport),
+            _ => None,
+        }
+    }
+
+    /// A lowercase name for output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Spawn => "spawn",
+            Self::Despawn => "despawn",
+            Self::Teleport => "teleport",
+        }
+    }
+}
+
+/// One decoded packet. The three clocks stay apart (C1, C2): `seq` identifies the sample,
+/// `send` (sender clock) orders it, `arrival` (local clock) says when it became available.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Index into [`Decoded::streams`](super::Decoded::streams).
+    pub stream: u32,
+    /// Sequence number or tick, extended past 16/32-bit wrap-around.
+    pub seq: i64,
+    /// Send time on the sender's clock (RTP: extended timestamp / clock rate).
+    pub send: Nanos,
+    /// Arrival time on the local clock (for ground truth: the local send time).
+    pub arrival: Nanos,
+    /// Continuous values (empty for RTP).
+    pub values: Vec<f64>,
+    /// Discrete state, switched never averaged (C14).
+    pub state: Option<u32>,
+    /// Lifecycle event at this sample.
+    pub event: Option<Lifecycle>,
+    /// RTP marker bit (start of a talkspurt / end of a video frame).
+    pub marker: bool,
+    /// Payload type (RTP only).
+    pub payload_type: Option<u8>,
+    /// The extended RTP timestamp in media clock units (0 for other decoders).
+    pub rtp_timestamp: i64,
+    /// This packet's media clock rate in Hz as Wireshark sees it: 0 when unknown and for
+    /// `telephone-event` packets, whose timestamps mark the event start (RFC 4733).
+    pub rtp_clock: u32,
+}
+
+impl Sample {
+    /// A sample with no values, state, event or payload type.
+    pub fn new(stream: u32, seq: i64, send: Nanos, arrival: Nanos) -> Self {
+        Self {
+            stream,
+            seq,
+            send,
+            arrival,
+            values: Vec::new(),
+            state: None,
+            event: None,
+            marker: false,
+            payload_type: None,
+            rtp_timestamp: 0,
+            rtp_clock: 0,
+        }
+    }
+
+    /// The same sample carrying `values`.
+    pub fn with_values(mut self, values: Vec<f64>) -> Self {
+        self.values = values;
+        self
+    }
+}
+
+/// What identifies a stream and what is known about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// The stream's index, as used in [`Sample::stream`].
+    pub id: u32,
+    /// RTP SSRC.
+    pub ssrc: Option<u32>,
+    /// The probe's own stream id.
+    pub probe_stream: Option<u32>,
+    /// Source address, when known.
+    pub src: Option<Endpoint>,
+    /// Destination address, when known.
+    pub dst: Option<Endpoint>,
+    /// The first payload type seen (RTP).
+    pub payload_type: Option<u8>,
+    /// Media clock rate in Hz (RTP). `None` means send times are unknown: no jitter is made up.
+    pub clock_rate: Option<u32>,
+    /// Value channel names, from the trace's `channels` hint.
+    pub channels: Vec<String>,
+}
+
+impl StreamInfo {
+    /// Whether send times are meaningful (the clock rate is known, or the decoder carries times).
+    pub fn has_send_times(&self) -> bool {
+        self.ssrc.is_none() || self.clock_rate.is_some()
+    }
+
+    /// A short human label: `ssrc 0x1A2B3C4D 10.0.0.1:5004→10.0.0.2:5004` or `probe 3`.
+    pub fn label(&self) -> String {
+        let mut s = match (self.ssrc, self.probe_stream) {
+            (Some(ssrc), _) => format!("ssrc {ssrc:#010X}"),
+            (None, Some(p)) => format!("probe {p}"),
+            _ => format!("stream {}", self.id),
+        };
+        if let (Some(src), Some(dst)) = (self.src, self.dst) {
+            s.push_str(&format!(" {}→{}", src.0, dst.0));
+        }
+        s
+    }
+}
+
+/// The largest magnitude a decoded sequence number or send time (ns, about 73 years) may
+/// have. Beyond it, differences between two packets could overflow 64 bits, so a packet
+/// claiming more is refused (counted with the reason) rather than decoded.
+pub const MAX_MAGNITUDE: i64 = 1 << 61;
+
+/// `value` if within ±[`MAX_MAGNITUDE`], else an error naming `what`.
+pub(crate) fn in_range(what: &str, value: i128) -> Result<i64, DecodeError> {
+    i64::try_from(value)
+        .ok()
+        .filter(|v| v.unsigned_abs() <= MAX_MAGNITUDE as u64)
+        .ok_or_else(|| DecodeError::new(format!("{what} {value} is beyond ±2^61")))
+}
