@@ -10,6 +10,9 @@
 //! - `stream` and `state` (optional): a stream id and a discrete state.
 //! - Any other name is a value channel; `*COUNT` repeats the field back to back, naming the
 //!   channels `NAME0`, `NAME1`, ...
+//!
+//! An unsigned `seq` or integer `send` narrower than 64 bits wraps; [`Layout::extend`] extends
+//! it per stream past its width ([`Layout::decode`] reads the wire value).
 
 use super::DecodeError;
 use crate::Error;
@@ -31,6 +34,17 @@ enum Kind {
 }
 
 impl Kind {
+    /// The bits of an unsigned counter narrower than 64 bits, which wraps and so needs
+    /// extending; `None` for signed, 64-bit and float fields (read as they are).
+    const fn wrap_bits(self) -> Option<u32> {
+        match self {
+            Self::U8 => Some(8),
+            Self::U16 => Some(16),
+            Self::U32 => Some(32),
+            _ => None,
+        }
+    }
+
     const fn width(self) -> usize {
         match self {
             Self::U8 | Self::I8 => 1,
@@ -73,7 +87,7 @@ impl Field {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Num {
     Int(i128),
     Float(f64),
@@ -130,6 +144,18 @@ pub struct Decoded {
     pub state: Option<u32>,
     /// Value channels in spec order.
     pub values: Vec<f64>,
+    /// The sequence and send fields as read, for [`Layout::extend`].
+    raw: (i64, Num),
+}
+
+/// Per-stream state that extends a layout's wrapping counters (unsigned fields narrower than
+/// 64 bits: a `u16` sequence number goes 65535, 0, 1, …) to 64 bits, as RTP's 16-bit sequence
+/// number is: each value is placed nearest the highest seen, so reordering across a wrap is
+/// handled too.
+#[derive(Clone, Copy, Debug)]
+pub struct Wraps {
+    seq: Option<super::rtp::Extender>,
+    send: Option<super::rtp::Extender>,
 }
 
 impl Layout {
@@ -253,7 +279,46 @@ impl Layout {
         self.values.iter().map(|(n, _)| n.clone()).collect()
     }
 
-    /// Reads one packet.
+    /// Fresh wrap state for one stream of this layout.
+    pub fn wraps(&self) -> Wraps {
+        let ext = |f: &Field| f.kind.wrap_bits().map(super::rtp::Extender::new);
+        Wraps {
+            seq: ext(&self.seq),
+            send: ext(&self.send.0),
+        }
+    }
+
+    /// Extends `d`'s sequence number and integer send time by their field widths with the
+    /// stream's `wraps` (made by [`Layout::wraps`]), packet by packet in arrival order.
+    ///
+    /// # Errors
+    /// An extended value beyond ±2^61.
+    pub fn extend(&self, d: &mut Decoded, wraps: &mut Wraps) -> Result<(), DecodeError> {
+        let (seq, send) = d.raw;
+        if let Some(e) = &mut wraps.seq {
+            // A wrapping field holds at most 32 bits, so the raw value fits.
+            d.seq = super::in_range("layout seq", i128::from(e.extend(seq as u32)))?;
+        }
+        if let (Some(e), Num::Int(raw)) = (&mut wraps.send, send) {
+            let extended = Num::Int(i128::from(e.extend(raw as u32)));
+            let ns = self
+                .send_ns(extended)
+                .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
+            d.send = Nanos(super::in_range("layout send time (ns)", i128::from(ns))?);
+        }
+        Ok(())
+    }
+
+    /// A send field's value in nanoseconds.
+    fn send_ns(&self, raw: Num) -> Option<i64> {
+        match (self.send.1, raw) {
+            (SendUnit::Scale(1.0), Num::Int(i)) => i64::try_from(i).ok(),
+            (SendUnit::Scale(k), n) => finite_ns(n.as_f64() * k),
+            (SendUnit::Ticks(hz), n) => finite_ns(n.as_f64() * 1e9 / hz),
+        }
+    }
+
+    /// Reads one packet, its counters as they are on the wire (see [`Layout::extend`]).
     ///
     /// # Errors
     /// A field past the end of the packet, a non-integer sequence number, or a send time that is
@@ -272,14 +337,10 @@ impl Layout {
             .as_int()
             .ok_or_else(|| DecodeError::new("layout seq is not a whole number"))?;
         let seq = super::in_range("layout seq", i128::from(seq))?;
-        let (field, unit) = &self.send;
-        let raw = read(field)?;
-        let ns = match (*unit, raw) {
-            (SendUnit::Scale(1.0), Num::Int(i)) => i64::try_from(i).ok(),
-            (SendUnit::Scale(k), n) => finite_ns(n.as_f64() * k),
-            (SendUnit::Ticks(hz), n) => finite_ns(n.as_f64() * 1e9 / hz),
-        }
-        .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
+        let raw = read(&self.send.0)?;
+        let ns = self
+            .send_ns(raw)
+            .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
         let ns = super::in_range("layout send time (ns)", i128::from(ns))?;
         let stream = match &self.stream {
             Some(f) => read(f)?
@@ -311,6 +372,7 @@ impl Layout {
             send: Nanos(ns),
             state,
             values,
+            raw: (seq, raw),
         })
     }
 }

@@ -48,4 +48,43 @@ mod tests {
         assert_eq!(decoded.samples_of(9).len(), 1);
         assert!(decoded.samples_of(3).is_empty());
     }
+
+    /// A custom protocol's u16 sequence number and u16 tick send time wrap past 65,535 on a
+    /// leg that lost nothing: decoded through the layout decoder they keep counting (no loss,
+    /// no reordering), and a packet reordered across the wrap lands just before it.
+    #[test]
+    fn layout_counters_are_extended_across_their_wrap() {
+        let config = DecoderConfig::parse("layout:seq=u16be@0,send=u16le@2/100").unwrap();
+        let mut decoder = StreamDecoder::new(config, Vec::new());
+        let packet = |seq: u64, tick: u64| {
+            let mut p = (seq as u16).to_be_bytes().to_vec();
+            p.extend_from_slice(&(tick as u16).to_le_bytes());
+            p
+        };
+        // 65,530 to 65,545, with 65,537 arriving after 65,538.
+        let mut order: Vec<u64> = (65_530..65_546).collect();
+        order.swap(7, 8);
+        let decoded: Vec<(i64, Nanos)> = order
+            .iter()
+            .map(|&n| {
+                let rec =
+                    crate::trace::Record::received(Nanos::from_millis(n as i64), packet(n, 3 * n));
+                let s = decoder.decode(&rec).unwrap();
+                (s.seq, s.send)
+            })
+            .collect();
+        let want: Vec<(i64, Nanos)> = order
+            .iter()
+            .map(|&n| (n as i64, Nanos::from_millis(10 * (3 * n as i64 - 131_072))))
+            .collect();
+        // The first value sets the base: the send ticks started at 3·65,530 mod 65,536.
+        let base = |v: &[(i64, Nanos)]| {
+            v.iter()
+                .map(|&(q, t)| (q - v[0].0, t - v[0].1))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(base(&decoded), base(&want));
+        assert_eq!(decoded[0].0, 65_530);
+        assert_eq!(decoded[15].0, 65_545, "past the wrap, not 9");
+    }
 }

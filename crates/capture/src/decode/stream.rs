@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{DecodeError, DecoderConfig, DecoderKind, Sample, StreamInfo, in_range, probe, rtp};
+use super::{
+    DecodeError, DecoderConfig, DecoderKind, Sample, StreamInfo, in_range, layout, probe, rtp,
+};
 use crate::sdp::RtpMap;
 use crate::time::Nanos;
 use crate::trace::{Direction, Endpoint, Record, RecordKind};
@@ -32,6 +34,8 @@ struct StreamState {
     timestamp: rtp::Extender,
     /// Per payload type: the Wireshark clock (0 = none or telephone-event).
     clocks: Vec<(u8, u32)>,
+    /// A layout's wrapping counters (made at the stream's first packet).
+    layout: Option<layout::Wraps>,
 }
 
 /// Decodes records one at a time, assigning streams and extending sequence numbers.
@@ -107,6 +111,7 @@ impl StreamDecoder {
             seq: rtp::Extender::sequence(),
             timestamp: rtp::Extender::timestamp(),
             clocks: Vec::new(),
+            layout: None,
         };
         self.state.push([fresh(), fresh()]);
         self.keys.insert(key, id);
@@ -137,13 +142,20 @@ impl StreamDecoder {
                 })
             }
             DecoderKind::Layout(layout) => {
-                let d = layout.decode(&rec.payload)?;
+                let mut d = layout.decode(&rec.payload)?;
                 let key = StreamKey::Flow {
                     stream: d.stream,
                     src: rec.src,
                     dst: rec.dst,
                 };
                 let stream = self.stream_for(key, rec, None);
+                let DecoderKind::Layout(layout) = &self.config.kind else {
+                    unreachable!("decoding with a layout");
+                };
+                let wraps = self.state[stream as usize][slot]
+                    .layout
+                    .get_or_insert_with(|| layout.wraps());
+                layout.extend(&mut d, wraps)?;
                 Ok(Sample {
                     values: d.values,
                     state: d.state,
