@@ -48,16 +48,11 @@ pub enum SpecError {
 /// # Errors
 /// An item without `=`, or a key given twice.
 pub fn parse_pairs(text: &str) -> Result<Vec<(&str, &str)>, SpecError> {
-    let mut pairs: Vec<(&str, &str)> = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (key, value) = item
-            .split_once('=')
-            .ok_or_else(|| SpecError::NotAPair(item.to_owned()))?;
-        let key = key.trim();
-        if pairs.iter().any(|(k, _)| *k == key) {
-            return Err(SpecError::Repeated(key.to_owned()));
+    let pairs = parse_pairs_allowing_repeats(text)?;
+    for (i, (key, _)) in pairs.iter().enumerate() {
+        if pairs[..i].iter().any(|(k, _)| k == key) {
+            return Err(SpecError::Repeated((*key).to_owned()));
         }
-        pairs.push((key, value.trim()));
     }
     Ok(pairs)
 }

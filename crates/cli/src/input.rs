@@ -10,7 +10,7 @@ use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
 use jitterlab_capture::spec::parse_share;
-use jitterlab_capture::{Decoded, Error as CaptureError, Format, Header, Reader, Record};
+use jitterlab_capture::{Decoded, Format, Header, Reader, Record};
 
 /// Decoder options shared by commands that read traces.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -185,56 +185,6 @@ pub(crate) fn parse_ratio(flag: &str, text: &str) -> Result<f64> {
         .ok()
         .filter(|v| (0.0..=1.0).contains(v))
         .with_context(|| format!("{flag} '{text}': expected a ratio 0..1 or 0%..100%"))
-}
-
-/// A capture error as the command line says it: with the flag that sets the value at fault
-/// (the library names the value, never the flag); `None` for errors no flag fixes.
-fn flagged(err: &CaptureError) -> Option<String> {
-    Some(match err {
-        CaptureError::Exists { path } => {
-            format!("{path} already exists (pass --force to overwrite)")
-        }
-        CaptureError::NoDecoder => {
-            "the trace names no decoder; pass --decoder rtp|probe|layout:SPEC".to_owned()
-        }
-        CaptureError::ClockRate { spec, reason } => format!("--clock-rate '{spec}': {reason}"),
-        CaptureError::Filter { text, reason } => format!("--filter '{text}': {reason}"),
-        CaptureError::Impairment(inner) => {
-            format!(
-                "--impair: {}",
-                flagged(inner).unwrap_or_else(|| inner.to_string())
-            )
-        }
-        // `rate`, `size` and `duration` are set by flags of the same names (synth, send).
-        CaptureError::Setting {
-            setting,
-            value,
-            reason,
-        } => format!("--{setting} {value}: {reason}"),
-        _ => return None,
-    })
-}
-
-/// The text of an error as `main` prints it: `{err:#}` (every context, then the causes,
-/// joined by `: `), with a capture error anywhere in the chain saying which flag sets the
-/// value at fault.
-pub(crate) fn describe(err: &anyhow::Error) -> String {
-    let mut parts = Vec::new();
-    for cause in err.chain() {
-        let capture = cause.downcast_ref::<CaptureError>().or_else(|| match cause
-            .downcast_ref::<jitterlab_report::Error>(
-        ) {
-            Some(jitterlab_report::Error::Capture(inner)) => Some(inner),
-            _ => None,
-        });
-        // The flagged variants carry no source, so nothing is lost by stopping there.
-        if let Some(text) = capture.and_then(flagged) {
-            parts.push(text);
-            break;
-        }
-        parts.push(cause.to_string());
-    }
-    parts.join(": ")
 }
 
 /// Parses HOST:PORT, or PORT alone as loopback; `what` names the flag in the error.

@@ -4,6 +4,7 @@
 //! `jitterlab-capture`, `jitterlab-replay` and `jitterlab-report` crates.
 
 mod cmd;
+mod errors;
 mod input;
 mod sweeping;
 
@@ -65,34 +66,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS, // `jitterlab … | head`
         Err(err) => {
-            eprintln!("error: {}{}", input::describe(&err), hint(&err));
+            eprintln!("error: {}", errors::describe(&err));
             ExitCode::from(2)
         }
     }
-}
-
-/// The flag that fixes a library error, when there is one: the libraries say what is wrong
-/// with the input, the binary says which option changes it.
-fn hint(err: &anyhow::Error) -> String {
-    use jitterlab_replay::Error as Replay;
-    err.chain()
-        .find_map(|e| match e.downcast_ref::<Replay>()? {
-            Replay::ClockRateUnknown { payload_type, .. } => {
-                Some(format!("; pass --clock-rate {payload_type}=HZ"))
-            }
-            Replay::FrameRate { .. } => Some(" (--fps)".to_owned()),
-            Replay::FrameTimesDecrease { .. } => Some(" (--at or --frames)".to_owned()),
-            Replay::HitchChance { .. } | Replay::HitchLength | Replay::Hitches { .. } => {
-                Some(" (--hitches)".to_owned())
-            }
-            Replay::FrameTimeLine { .. } | Replay::NoFrameTimes => Some(" (--frames)".to_owned()),
-            Replay::ClockMapping { .. } => Some(" (--clock)".to_owned()),
-            Replay::TooManyConfigs { .. } => Some(" (--max-configs)".to_owned()),
-            Replay::NotPlayout { .. } => Some(" (--playout)".to_owned()),
-            Replay::Shard { .. } => Some(" (--shard)".to_owned()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -296,25 +296,28 @@ impl Grid {
 /// second: the engine presets take it as their send / tick / update rate (a property of the
 /// game server, not something to tune; [`crate::Preset::RATE_KEY`]), the other keys span
 /// sensible ranges.
+///
+/// # Panics
+/// A built-in preset's tuning axes do not parse (a broken invariant; `default_grid_expands`
+/// tests every one).
 pub fn default_tune_grid_for(rate_hz: Option<u32>) -> Grid {
-    tune_grid_of(Registry::builtin(), rate_hz)
+    tune_grid_of(Registry::builtin(), rate_hz).expect("the built-in presets' tuning axes parse")
 }
 
 /// The default tuning grid of every preset `registry` knows ([`crate::Preset::TUNE_AXES`]),
 /// with the rate keys pinned to `rate_hz` when given.
-pub fn tune_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Grid {
+///
+/// # Errors
+/// A preset's axes that do not parse, naming the preset.
+pub fn tune_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Result<Grid, Error> {
     let mut grid = Grid::default();
     // By name: the order the grid had when it was one TOML text, whose tables are read in
     // alphabetical order (ties in `tune` go to grid order).
     let mut presets = registry.tune_axes();
     presets.sort_by_key(|&(name, _, _)| name);
     for (name, rate_key, axes) in presets {
-        let text = format!("[{name}]\n{axes}");
-        // The built-in presets' axes are tested to parse; a user's preset whose axes do not
-        // is left out of the default grid rather than failing every tune.
-        let Ok(mut g) = Grid::from_toml(&text) else {
-            continue;
-        };
+        let mut g = Grid::from_toml(&format!("[{name}]\n{axes}"))
+            .map_err(|e| invalid(format!("{name}'s tuning axes: {e}")))?;
         if let (Some(key), Some(hz)) = (rate_key, rate_hz.filter(|hz| *hz > 0)) {
             for a in &mut g.axes {
                 a.keys.insert(0, (key.to_owned(), vec![hz.to_string()]));
@@ -322,7 +325,7 @@ pub fn tune_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Grid {
         }
         grid.axes.extend(g.axes);
     }
-    grid
+    Ok(grid)
 }
 
 /// The grid `jitterlab tune` sweeps when given none: every policy around its defaults.

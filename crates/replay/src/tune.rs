@@ -113,7 +113,7 @@ pub struct Candidate {
 /// The outcome of tuning.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tuning {
-    /// Every configuration, in grid order.
+    /// Every configuration that had rows, in grid order.
     pub candidates: Vec<Candidate>,
     /// The recommended configuration, if any is feasible.
     pub recommendation: Option<usize>,
@@ -126,9 +126,17 @@ pub struct Tuning {
 }
 
 impl Tuning {
+    /// The position in `candidates` of configuration `config`, if it had rows.
+    pub fn position(&self, config: usize) -> Option<usize> {
+        // Candidates are in grid order.
+        self.candidates
+            .binary_search_by_key(&config, |c| c.config)
+            .ok()
+    }
+
     /// The verdict on configuration `config`, if it had rows.
     pub fn candidate(&self, config: usize) -> Option<&Candidate> {
-        self.candidates.iter().find(|c| c.config == config)
+        self.position(config).map(|i| &self.candidates[i])
     }
 
     /// The configurations a report shows: the recommendation then the runners-up, or, when

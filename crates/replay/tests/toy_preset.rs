@@ -155,6 +155,6 @@ fn a_preset_from_one_file_sweeps_beside_the_built_in_ones() {
     }
     assert!(summary(0).mean_delay_ms < summary(2).mean_delay_ms);
     // The default tuning grid of a registry with the preset includes its axes.
-    let tune_grid = jitterlab_replay::grid::tune_grid_of(&r, None);
+    let tune_grid = jitterlab_replay::grid::tune_grid_of(&r, None).unwrap();
     assert!(tune_grid.axes.iter().any(|a| a.policy == "toy"));
 }

@@ -397,7 +397,8 @@ impl SweepPoints {
                 }
             })
             .collect();
-        let point_of = |config: usize| tuning.candidates.iter().position(|c| c.config == config);
+        // A point's index is its candidate's.
+        let point_of = |config: usize| tuning.position(config);
         Self {
             points,
             rows,

@@ -11,8 +11,8 @@
 //! - Any other name is a value channel; `*COUNT` repeats the field back to back, naming the
 //!   channels `NAME0`, `NAME1`, ...
 //!
-//! An unsigned `seq` or integer `send` narrower than 64 bits wraps; [`Layout::extend`] extends
-//! it per stream past its width ([`Layout::decode`] reads the wire value).
+//! An unsigned `seq` or integer `send` narrower than 64 bits wraps: a stream's [`Wraps`] extends
+//! it past its width ([`Layout::decode`] reads the wire value).
 
 use super::DecodeError;
 use crate::Error;
@@ -156,6 +156,42 @@ pub struct Decoded {
 pub struct Wraps {
     seq: Option<super::rtp::Extender>,
     send: Option<super::rtp::Extender>,
+    /// The send field's unit, to convert an extended value.
+    unit: SendUnit,
+}
+
+impl Wraps {
+    /// Extends `d`'s sequence number and integer send time by their field widths, packet by
+    /// packet in arrival order.
+    ///
+    /// # Errors
+    /// An extended value beyond ±2^61.
+    pub fn extend(&mut self, d: &mut Decoded) -> Result<(), DecodeError> {
+        let (seq, send) = d.raw;
+        if let Some(e) = &mut self.seq {
+            // A wrapping field holds at most 32 bits, so the raw value fits.
+            d.seq = super::in_range("layout seq", i128::from(e.extend(seq as u32)))?;
+        }
+        if let (Some(e), Num::Int(raw)) = (&mut self.send, send) {
+            let extended = Num::Int(i128::from(e.extend(raw as u32)));
+            d.send = send_time(self.unit, extended)?;
+        }
+        Ok(())
+    }
+}
+
+/// A send field's value as a time within ±2^61 ns.
+fn send_time(unit: SendUnit, raw: Num) -> Result<Nanos, DecodeError> {
+    let ns = match (unit, raw) {
+        (SendUnit::Scale(1.0), Num::Int(i)) => i64::try_from(i).ok(),
+        (SendUnit::Scale(k), n) => finite_ns(n.as_f64() * k),
+        (SendUnit::Ticks(hz), n) => finite_ns(n.as_f64() * 1e9 / hz),
+    }
+    .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
+    Ok(Nanos(super::in_range(
+        "layout send time (ns)",
+        i128::from(ns),
+    )?))
 }
 
 impl Layout {
@@ -285,40 +321,11 @@ impl Layout {
         Wraps {
             seq: ext(&self.seq),
             send: ext(&self.send.0),
+            unit: self.send.1,
         }
     }
 
-    /// Extends `d`'s sequence number and integer send time by their field widths with the
-    /// stream's `wraps` (made by [`Layout::wraps`]), packet by packet in arrival order.
-    ///
-    /// # Errors
-    /// An extended value beyond ±2^61.
-    pub fn extend(&self, d: &mut Decoded, wraps: &mut Wraps) -> Result<(), DecodeError> {
-        let (seq, send) = d.raw;
-        if let Some(e) = &mut wraps.seq {
-            // A wrapping field holds at most 32 bits, so the raw value fits.
-            d.seq = super::in_range("layout seq", i128::from(e.extend(seq as u32)))?;
-        }
-        if let (Some(e), Num::Int(raw)) = (&mut wraps.send, send) {
-            let extended = Num::Int(i128::from(e.extend(raw as u32)));
-            let ns = self
-                .send_ns(extended)
-                .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
-            d.send = Nanos(super::in_range("layout send time (ns)", i128::from(ns))?);
-        }
-        Ok(())
-    }
-
-    /// A send field's value in nanoseconds.
-    fn send_ns(&self, raw: Num) -> Option<i64> {
-        match (self.send.1, raw) {
-            (SendUnit::Scale(1.0), Num::Int(i)) => i64::try_from(i).ok(),
-            (SendUnit::Scale(k), n) => finite_ns(n.as_f64() * k),
-            (SendUnit::Ticks(hz), n) => finite_ns(n.as_f64() * 1e9 / hz),
-        }
-    }
-
-    /// Reads one packet, its counters as they are on the wire (see [`Layout::extend`]).
+    /// Reads one packet, its counters as they are on the wire (see [`Wraps::extend`]).
     ///
     /// # Errors
     /// A field past the end of the packet, a non-integer sequence number, or a send time that is
@@ -338,10 +345,7 @@ impl Layout {
             .ok_or_else(|| DecodeError::new("layout seq is not a whole number"))?;
         let seq = super::in_range("layout seq", i128::from(seq))?;
         let raw = read(&self.send.0)?;
-        let ns = self
-            .send_ns(raw)
-            .ok_or_else(|| DecodeError::new("layout send time is not a finite time"))?;
-        let ns = super::in_range("layout send time (ns)", i128::from(ns))?;
+        let send = send_time(self.send.1, raw)?;
         let stream = match &self.stream {
             Some(f) => read(f)?
                 .as_int()
@@ -369,7 +373,7 @@ impl Layout {
         Ok(Decoded {
             stream,
             seq,
-            send: Nanos(ns),
+            send,
             state,
             values,
             raw: (seq, raw),

@@ -143,19 +143,17 @@ impl StreamDecoder {
             }
             DecoderKind::Layout(layout) => {
                 let mut d = layout.decode(&rec.payload)?;
+                let fresh = layout.wraps();
                 let key = StreamKey::Flow {
                     stream: d.stream,
                     src: rec.src,
                     dst: rec.dst,
                 };
                 let stream = self.stream_for(key, rec, None);
-                let DecoderKind::Layout(layout) = &self.config.kind else {
-                    unreachable!("decoding with a layout");
-                };
-                let wraps = self.state[stream as usize][slot]
+                self.state[stream as usize][slot]
                     .layout
-                    .get_or_insert_with(|| layout.wraps());
-                layout.extend(&mut d, wraps)?;
+                    .get_or_insert(fresh)
+                    .extend(&mut d)?;
                 Ok(Sample {
                     values: d.values,
                     state: d.state,

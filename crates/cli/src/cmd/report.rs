@@ -129,15 +129,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let tuning = tune(&table.rows, &table.policies, &constraints);
     let rule = constraints.rule(table.policies.len());
     let recommended = tuning.recommendation.map(|c| table.policies[c].clone());
-    let mut chosen: Vec<Policy> = tuning
-        .recommendation
-        .iter()
-        .chain(&tuning.runners_up)
-        .map(|&c| table.policies[c].clone())
-        .collect();
-    if !explicit.is_empty() {
-        chosen = explicit;
-    }
+    // What `tune --report` shows too: the recommendation and runners-up, or the frontier's
+    // low-hold end when nothing is feasible.
+    let mut chosen: Vec<Policy> = if explicit.is_empty() {
+        tuning
+            .shown(6)
+            .into_iter()
+            .map(|c| table.policies[c].clone())
+            .collect()
+    } else {
+        explicit
+    };
     chosen.truncate(6);
     let runs_in: Vec<(String, Policy)> = chosen
         .into_iter()

@@ -50,9 +50,6 @@ enum FrameTimes<'a> {
 impl Iterator for FrameTimes<'_> {
     type Item = Nanos;
 
-    // `inline`: the replay loop (in another module, so perhaps another codegen unit) calls it
-    // once per frame.
-    #[inline]
     fn next(&mut self) -> Option<Nanos> {
         match self {
             Self::Regular {

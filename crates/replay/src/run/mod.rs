@@ -221,25 +221,30 @@ fn run<const FRAMES: bool>(
         return Ok(Metrics::default());
     }
     let source = LiveFrames::new(prepared, frames, clock, policy.max_delay());
-    dispatch::<FRAMES, _>(prepared, policy, source, on_frame)
+    Ok(dispatch::<FRAMES, _>(
+        prepared,
+        policy.engine(),
+        source,
+        on_frame,
+    ))
 }
 
-/// Runs the replay loop with the engine `policy` needs: one copy of the loop per engine, so
-/// each engine's steps inline into it.
+/// Runs the replay loop with `engine`: one copy of the loop per engine type, so each engine's
+/// steps inline into it.
 fn dispatch<const FRAMES: bool, F: FrameSource>(
     prepared: &Prepared<'_>,
-    policy: &Policy,
+    engine: Built,
     source: F,
     on_frame: &mut impl FnMut(&Frame<'_>),
-) -> Result<Metrics, Error> {
+) -> Metrics {
     // Only jitterlab's own snapshot buffer computes its interpolation factor from the same
     // nanosecond expression as the reference (the zero-error shortcut needs that).
-    Ok(match policy.engine() {
+    match engine {
         Built::Snapshot(engine) => {
             run_engine::<FRAMES, _, _>(prepared, true, *engine, source, on_frame)
         }
         Built::Own(engine) => run_engine::<FRAMES, _, _>(prepared, false, engine, source, on_frame),
-    })
+    }
 }
 
 /// [`replay_metrics`] with the frames and clock offsets read from `plan`, which must have been
@@ -256,25 +261,25 @@ pub(crate) fn replay_planned(
         return Ok(Metrics::default());
     }
     match plan.frames_for(policy.max_delay()) {
-        Some(count) => {
-            let source = PlannedFrames {
-                times: plan.times[..count].iter(),
-                offset: Nanos::ZERO,
-            };
-            dispatch::<false, _>(prepared, policy, source, &mut |_| {})
-        }
+        Some(count) => Ok(dispatch::<false, _>(
+            prepared,
+            policy.engine(),
+            plan.source(count),
+            &mut |_| {},
+        )),
         None => replay_metrics(prepared, policy, &plan.frames, plan.clock),
     }
 }
 
-/// `replay_planned` of several policies in one pass over the stream (the sweep's path):
-/// the metrics of each, in order, exactly as `replay_planned` gives them. Policies that
-/// share jitterlab's snapshot engine (all but `mirror` and `ngo`) and whose delay the plan
-/// covers run side by side; the rest one at a time.
-///
-/// # Errors
-/// None at present beyond those of `replay_metrics`.
 impl FramePlan {
+    /// The plan's first `count` frames as a frame source.
+    fn source(&self, count: usize) -> PlannedFrames<'_> {
+        PlannedFrames {
+            times: self.times[..count].iter(),
+            offset: Nanos::ZERO,
+        }
+    }
+
     /// The metrics of `policy` over `prepared` (the stream this plan was made for), exactly as
     /// [`Replay::metrics`] gives them, with the frames and clock offsets read from the plan.
     ///
@@ -299,6 +304,9 @@ impl FramePlan {
     }
 }
 
+/// `replay_planned` of several policies in one pass over the stream (the sweep's path): the
+/// metrics of each, in order, exactly as `replay_planned` gives them. Policies on jitterlab's
+/// snapshot buffer whose delay the plan covers run side by side; the rest one at a time.
 pub(crate) fn replay_planned_batch(
     prepared: &Prepared<'_>,
     plan: &FramePlan,
@@ -311,12 +319,16 @@ pub(crate) fn replay_planned_batch(
     let mut lanes = Vec::new();
     let mut which = Vec::new();
     for (i, policy) in policies.iter().enumerate() {
+        // Each configuration's engine is built once, whichever way it runs.
         match (policy.engine(), plan.frames_for(policy.max_delay())) {
             (Built::Snapshot(engine), Some(frames)) => {
                 lanes.push((Lane::new(prepared, true, *engine), frames));
                 which.push(i);
             }
-            _ => out[i] = replay_planned(prepared, plan, policy)?,
+            (engine, Some(count)) => {
+                out[i] = dispatch::<false, _>(prepared, engine, plan.source(count), &mut |_| {});
+            }
+            (_, None) => out[i] = replay_metrics(prepared, policy, &plan.frames, plan.clock)?,
         }
     }
     for (i, m) in which.into_iter().zip(run_lanes(prepared, plan, lanes)) {

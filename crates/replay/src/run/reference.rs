@@ -87,7 +87,6 @@ impl ReferenceTrack {
     /// Distance between what is shown (`a`, or `a + (b − a)·alpha` when `b` is given) and the
     /// reference at `target`, over the error channels. `cursor` remembers where the previous
     /// (not later) target was found.
-    #[inline]
     pub(super) fn error_at(
         &self,
         cursor: &mut usize,

@@ -1,0 +1,80 @@
+//! Library errors as the command line says them. The libraries name the value at fault and
+//! never a flag; this is the one place that adds the flag that sets it.
+
+use jitterlab_capture::Error as Capture;
+use jitterlab_replay::Error as Replay;
+
+/// The text of an error as `main` prints it: `{err:#}` (every context, then the causes,
+/// joined by `: `), a capture error anywhere in the chain rewritten with the flag that sets the
+/// value at fault, and a replay error followed by the flag that fixes it.
+pub(crate) fn describe(err: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    let mut hint = None;
+    for cause in err.chain() {
+        // The report crate wraps both libraries' errors transparently: look inside.
+        let report = cause.downcast_ref::<jitterlab_report::Error>();
+        let capture = cause.downcast_ref::<Capture>().or(match report {
+            Some(jitterlab_report::Error::Capture(inner)) => Some(inner),
+            _ => None,
+        });
+        let replay = cause.downcast_ref::<Replay>().or(match report {
+            Some(jitterlab_report::Error::Replay(inner)) => Some(inner),
+            _ => None,
+        });
+        // The flagged capture variants carry no source, so nothing is lost by stopping there.
+        if let Some(text) = capture.and_then(flagged) {
+            parts.push(text);
+            break;
+        }
+        hint = hint.or_else(|| replay.and_then(replay_flag));
+        parts.push(cause.to_string());
+    }
+    parts.join(": ") + &hint.unwrap_or_default()
+}
+
+/// A capture error with the flag that sets the value at fault; `None` for errors no flag
+/// fixes.
+fn flagged(err: &Capture) -> Option<String> {
+    Some(match err {
+        Capture::Exists { path } => {
+            format!("{path} already exists (pass --force to overwrite)")
+        }
+        Capture::NoDecoder => {
+            "the trace names no decoder; pass --decoder rtp|probe|layout:SPEC".to_owned()
+        }
+        Capture::ClockRate { spec, reason } => format!("--clock-rate '{spec}': {reason}"),
+        Capture::Filter { text, reason } => format!("--filter '{text}': {reason}"),
+        Capture::Impairment(inner) => {
+            format!(
+                "--impair: {}",
+                flagged(inner).unwrap_or_else(|| inner.to_string())
+            )
+        }
+        // `rate`, `size` and `duration` are set by flags of the same names (synth, send).
+        Capture::Setting {
+            setting,
+            value,
+            reason,
+        } => format!("--{setting} {value}: {reason}"),
+        _ => return None,
+    })
+}
+
+/// What to append to a replay error: the flag that fixes it, if one does.
+fn replay_flag(err: &Replay) -> Option<String> {
+    let flag = match err {
+        Replay::ClockRateUnknown { payload_type, .. } => {
+            return Some(format!("; pass --clock-rate {payload_type}=HZ"));
+        }
+        Replay::FrameRate { .. } => "--fps",
+        Replay::FrameTimesDecrease { .. } => "--at or --frames",
+        Replay::FrameTimeLine { .. } | Replay::NoFrameTimes => "--frames",
+        Replay::HitchChance { .. } | Replay::HitchLength | Replay::Hitches { .. } => "--hitches",
+        Replay::ClockMapping { .. } => "--clock",
+        Replay::TooManyConfigs { .. } => "--max-configs",
+        Replay::NotPlayout { .. } => "--playout",
+        Replay::Shard { .. } => "--shard",
+        _ => return None,
+    };
+    Some(format!(" ({flag})"))
+}
