@@ -11,6 +11,7 @@ mod decoded;
 pub mod layout;
 pub mod probe;
 pub mod rtp;
+pub mod transport;
 mod sample;
 mod stream;
 
