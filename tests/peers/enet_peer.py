@@ -30,6 +30,14 @@ WORLD_HZ = 2
 WORLD_BYTES = 3000
 
 
+def hold_sockets():
+    """Says "done" and keeps the sockets open until stdin closes, so that the relay can be
+    stopped first: a datagram it forwards to a port already closed would come back as an
+    ICMP port unreachable."""
+    print("done", flush=True)
+    sys.stdin.read()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server-port", type=int, required=True)
@@ -129,6 +137,7 @@ def main():
 
     with open(args.log, "w") as f:
         json.dump(log, f)
+    hold_sockets()
     return 0
 
 

@@ -32,6 +32,14 @@ def now_ms(start):
     return int((time.monotonic() - start) * 1000) & 0xFFFFFFFF
 
 
+def hold_sockets():
+    """Says "done" and keeps the sockets open until stdin closes, so that the relay can be
+    stopped first: a datagram it forwards to a port already closed would come back as an
+    ICMP port unreachable."""
+    print("done", flush=True)
+    sys.stdin.read()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server-port", type=int, required=True)
@@ -122,6 +130,7 @@ def main():
 
     with open(args.log, "w") as f:
         json.dump(log, f)
+    hold_sockets()
     ok = (
         log["snapshots_received"] == log["snapshots_sent"]
         and log["inputs_received"] == log["inputs_sent"]

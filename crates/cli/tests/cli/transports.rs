@@ -22,6 +22,7 @@
 //! that it skipped and passes, unless `JITTERLAB_REQUIRE_PEERS` is set (as `.ci/run` does).
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -105,23 +106,58 @@ fn stop_relay(child: Child) -> usize {
     tail.split_whitespace().next().unwrap().parse().unwrap()
 }
 
-/// Runs a harness script (bounded: it stops itself after its exchange) and reads its log.
-fn run_peer(script: &str, server: u16, relay: u16, log: &Path) -> Value {
-    let out = Command::new("python3")
-        .arg(peers_dir().join(script))
-        .args(["--server-port", &server.to_string()])
-        .args(["--connect", &relay.to_string()])
-        .args(["--seconds", "3"])
-        .arg("--log")
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{script} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(log).unwrap()).unwrap()
+/// A harness script, running: it exchanges traffic for 3 s, writes its log, says "done" and
+/// then holds its sockets open until its stdin closes (so the relay stops first).
+struct Peer {
+    child: Child,
+    script: &'static str,
+    log: PathBuf,
+}
+
+impl Peer {
+    fn run(script: &'static str, server: u16, relay: u16, log: &Path) -> Self {
+        let mut child = Command::new("python3")
+            .arg(peers_dir().join(script))
+            .args(["--server-port", &server.to_string()])
+            .args(["--connect", &relay.to_string()])
+            .args(["--seconds", "3"])
+            .arg("--log")
+            .arg(log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Bounded: the script stops by itself (its connection wait and drain are bounded),
+        // and says "done" or exits.
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let peer = Self {
+            child,
+            script,
+            log: log.to_owned(),
+        };
+        if line.trim() != "done" {
+            let out = peer.child.wait_with_output().unwrap();
+            panic!("{script} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        peer
+    }
+
+    /// Lets the script close its sockets and exit; returns its log.
+    fn finish(mut self) -> Value {
+        drop(self.child.stdin.take());
+        let out = self.child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            self.script,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&self.log).unwrap()).unwrap()
+    }
 }
 
 fn app_seqs(log: &Value, key: &str) -> Vec<u64> {
@@ -307,13 +343,14 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
     let trace = dir.path().join("enet.jtr");
     let (relay_port, server_port) = (free_port(), free_port());
     let relay = start_relay(relay_port, server_port, &trace, 7);
-    let log = run_peer(
+    let peer = Peer::run(
         "enet_peer.py",
         server_port,
         relay_port,
         &dir.path().join("enet.json"),
     );
     let summary_dropped = stop_relay(relay);
+    let log = peer.finish();
     let recs = records(&trace);
 
     let down = Leg::of(&recs, Direction::ToClient);
@@ -436,13 +473,14 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
     let trace = dir.path().join("kcp.jtr");
     let (relay_port, server_port) = (free_port(), free_port());
     let relay = start_relay(relay_port, server_port, &trace, 11);
-    let log = run_peer(
+    let peer = Peer::run(
         "kcp_peer.py",
         server_port,
         relay_port,
         &dir.path().join("kcp.json"),
     );
     let summary_dropped = stop_relay(relay);
+    let log = peer.finish();
     let recs = records(&trace);
 
     let down = Leg::of(&recs, Direction::ToClient);
