@@ -1,8 +1,8 @@
 //! Real game transports through the relay: a Python ENet server and client (pyenet) and a
 //! Python KCP pair (the `kcp` package, over the reference ikcp.c) exchange 30 Hz snapshots
-//! and 60 Hz inputs through `jitterlab capture --forward --impair loss=5%`, and the
-//! transport parsers, run on the trace, must agree with what the applications logged and
-//! with what the relay dropped.
+//! and 60 Hz inputs through `jitterlab capture --forward --impair` (5 % loss, and for ENet
+//! 10 % reordering), and the transport parsers, run on the trace, must agree with what the
+//! applications logged and with what the relay dropped.
 //!
 //! Three figures are kept apart, because ENet's own behaviour sits between the wire and the
 //! game:
@@ -21,7 +21,7 @@
 //! The peers are gated like the GStreamer test: without the Python module the test prints
 //! that it skipped and passes, unless `JITTERLAB_REQUIRE_PEERS` is set (as `.ci/run` does).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
@@ -65,12 +65,12 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The relay in front of `upstream`, with 5 % loss; returns once it is listening.
-fn start_relay(port: u16, upstream: u16, out: &Path, seed: u32) -> Child {
+/// The relay in front of `upstream`, impaired by `impair`; returns once it is listening.
+fn start_relay(port: u16, upstream: u16, out: &Path, impair: &str) -> Child {
     let child = Command::new(assert_cmd::cargo::cargo_bin("jitterlab"))
         .args(["capture", "--listen", &port.to_string()])
         .args(["--forward", &format!("127.0.0.1:{upstream}")])
-        .args(["--impair", &format!("loss=5%,seed={seed}")])
+        .args(["--impair", impair])
         .arg("-o")
         .arg(out)
         .stdout(Stdio::null())
@@ -170,41 +170,47 @@ fn app_seqs(log: &Value, key: &str) -> Vec<u64> {
 }
 
 /// One direction of the relay's trace: the datagrams as they entered the relay (`Sent`
-/// records), and for each whether it was forwarded (a matching `Received` record follows in
-/// the same order: the impairment only drops, so the forwarded ones are a subsequence).
+/// records, in order), whether each was forwarded (a `Received` record with the same bytes),
+/// and the forwarded ones in the order the relay sent them on (reordering changes it).
 struct Leg {
     ingress: Vec<Vec<u8>>,
     forwarded: Vec<bool>,
+    delivered: Vec<Vec<u8>>,
 }
 
 impl Leg {
     fn of(records: &[Record], direction: Direction) -> Self {
-        let of_kind = |kind: RecordKind| -> Vec<&Record> {
+        let of_kind = |kind: RecordKind| -> Vec<Vec<u8>> {
             records
                 .iter()
                 .filter(|r| r.kind() == kind && r.direction() == direction)
+                .map(|r| r.payload.clone())
                 .collect()
         };
-        let sent = of_kind(RecordKind::Sent);
-        let received = of_kind(RecordKind::Received);
-        let mut next = received.iter().peekable();
-        let forwarded = sent
+        let ingress = of_kind(RecordKind::Sent);
+        let delivered = of_kind(RecordKind::Received);
+        let mut waiting: HashMap<&[u8], usize> = HashMap::new();
+        for d in &delivered {
+            *waiting.entry(d).or_default() += 1;
+        }
+        let forwarded = ingress
             .iter()
-            .map(|s| {
-                let hit = next.peek().is_some_and(|r| r.payload == s.payload);
-                if hit {
-                    next.next();
+            .map(|s| match waiting.get_mut(&s[..]) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
                 }
-                hit
+                _ => false,
             })
             .collect();
         assert!(
-            next.next().is_none(),
+            waiting.values().all(|n| *n == 0),
             "a forwarded datagram matches nothing that entered the relay"
         );
         Self {
-            ingress: sent.iter().map(|r| r.payload.clone()).collect(),
+            ingress,
             forwarded,
+            delivered,
         }
     }
 
@@ -212,31 +218,41 @@ impl Leg {
         self.forwarded.iter().filter(|f| !**f).count()
     }
 
-    /// Each datagram through a fresh parser for the flow, as it entered the relay, as it was
-    /// forwarded, and the ones the relay dropped; every datagram must parse and resemble the
-    /// transport.
+    /// Each datagram through a fresh parser per leg: as they entered the relay, as they were
+    /// forwarded (in the relay's order), and the ones the relay dropped. Every datagram must
+    /// parse and resemble the transport.
     fn decode(&self, transport: Transport) -> [Vec<Datagram>; 3] {
-        let mut parsers = [transport.parser(), transport.parser(), transport.parser()];
-        let mut out: [Vec<Datagram>; 3] = Default::default();
-        for (payload, &fwd) in self.ingress.iter().zip(&self.forwarded) {
-            assert!(
-                transport.resembles(payload),
-                "{} does not resemble {}: {payload:02x?}",
-                transport.name(),
-                transport.name()
-            );
-            let legs: &[usize] = if fwd { &[0, 1] } else { &[0, 2] };
-            for &i in legs {
-                let d = parsers[i].parse(payload).unwrap_or_else(|e| {
-                    panic!(
-                        "{} datagram did not parse: {e}: {payload:02x?}",
+        let run = |payloads: Vec<&Vec<u8>>| -> Vec<Datagram> {
+            let mut parser = transport.parser();
+            payloads
+                .into_iter()
+                .map(|payload| {
+                    assert!(
+                        transport.resembles(payload),
+                        "a datagram does not resemble {}: {payload:02x?}",
                         transport.name()
-                    )
-                });
-                out[i].push(d);
-            }
-        }
-        out
+                    );
+                    parser.parse(payload).unwrap_or_else(|e| {
+                        panic!(
+                            "{} datagram did not parse: {e}: {payload:02x?}",
+                            transport.name()
+                        )
+                    })
+                })
+                .collect()
+        };
+        let dropped = self
+            .ingress
+            .iter()
+            .zip(&self.forwarded)
+            .filter(|(_, f)| !**f)
+            .map(|(p, _)| p)
+            .collect();
+        [
+            run(self.ingress.iter().collect()),
+            run(self.delivered.iter().collect()),
+            run(dropped),
+        ]
     }
 }
 
@@ -342,7 +358,12 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("enet.jtr");
     let (relay_port, server_port) = (free_port(), free_port());
-    let relay = start_relay(relay_port, server_port, &trace, 7);
+    let relay = start_relay(
+        relay_port,
+        server_port,
+        &trace,
+        "loss=5%,reorder=10%,seed=7",
+    );
     let peer = Peer::run(
         "enet_peer.py",
         server_port,
@@ -472,7 +493,7 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("kcp.jtr");
     let (relay_port, server_port) = (free_port(), free_port());
-    let relay = start_relay(relay_port, server_port, &trace, 11);
+    let relay = start_relay(relay_port, server_port, &trace, "loss=5%,seed=11");
     let peer = Peer::run(
         "kcp_peer.py",
         server_port,
