@@ -233,7 +233,7 @@ fn commands(payload: &[u8], start: usize) -> Result<Vec<Command<'_>>, DecodeErro
         if out.len() == MAX_COMMANDS {
             return Err(DecodeError::new(format!(
                 "enet: more than {MAX_COMMANDS} commands in one datagram (ENet sends at most \
-                 {MAX_COMMANDS}); the {}th starts at offset {at}",
+                 {MAX_COMMANDS}); command {} starts at offset {at}",
                 MAX_COMMANDS + 1
             )));
         }
