@@ -598,7 +598,8 @@ fn slots_for(t: &[f64], c: f64, p: f64) -> Assignment {
 }
 
 /// Lets a packet take the slot of a packet up to [`MAX_OVERTAKEN`] arrivals before it, each of
-/// those moving one slot on, when that is cheaper by more than [`REORDER_COST`]; returns how
+/// those moving one slot on (each of them then within half a period of its slot's envelope),
+/// when that is cheaper by more than [`REORDER_COST`]; returns how
 /// many packets moved back. Moves are weighed on the Viterbi slots and taken best first, none
 /// overlapping another.
 fn reorder(t: &[f64], slots: &mut [i64], c: f64, p: f64, cost: DelayCost) -> usize {
@@ -611,8 +612,12 @@ fn reorder(t: &[f64], slots: &mut [i64], c: f64, p: f64, cost: DelayCost) -> usi
         let mut shifted = 0.0;
         for m in 1..=MAX_OVERTAKEN.min(i) {
             let j = i - m;
-            // Only across strictly increasing slots: no duplicate.
-            if slots[j] >= slots[j + 1] {
+            // Only across strictly increasing slots (no duplicate), and only over packets
+            // that are on time in the slot they move to: a packet was overtaken by packets
+            // that were not late themselves. (Behind a delay spike, every packet is late and
+            // the spike decays: pushing its last packet far back would be cheaper for a
+            // heavy-tailed law, and wrong.)
+            if slots[j] >= slots[j + 1] || t[j] - c - slots[j + 1] as f64 * p > p / 2.0 {
                 break;
             }
             before += f(j, slots[j]);
