@@ -11,6 +11,7 @@ mod config;
 mod decoded;
 pub mod flow;
 pub mod layout;
+pub mod periodic;
 pub mod probe;
 pub mod rtp;
 mod sample;
