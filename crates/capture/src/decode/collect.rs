@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::flow::{self, Evidence, FlowClass, FlowSummary};
 use super::stream::{Read, StreamDecoder};
-use super::{Decoded, DecoderConfig, DecoderKind, clock};
+use super::{Decoded, DecoderConfig, DecoderKind, SendInference, clock};
 use crate::Error;
 use crate::sdp::RtpMap;
 use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
@@ -106,6 +106,7 @@ impl Collector {
             DecoderKind::Layout(_) => (Read::Layout, "layout"),
             DecoderKind::Transport(t) => (Read::Transport(*t), t.name()),
             DecoderKind::Udp => (Read::Plain, "udp"),
+            DecoderKind::Periodic => (Read::Plain, "periodic"),
             DecoderKind::Auto => return None,
         })
     }
@@ -253,10 +254,56 @@ impl Collector {
             self.decide(i);
         }
         self.drain();
-        self.out.streams = self.decoder.into_streams();
+        let (streams, unstamped) = self.decoder.into_parts();
+        self.out.streams = streams;
+        infer_sends(&mut self.out, &unstamped);
         plain_flows_last(&mut self.out);
         infer_clock_rates(&mut self.out);
         self.out
+    }
+}
+
+/// Send times for streams whose packets do not all carry one: a transport's lanes that
+/// number every message but stamp few or none (from their sequence numbers), and the flows
+/// read with `--decoder periodic` (from their arrivals). Runs before any renumbering, while
+/// stream ids are indices.
+fn infer_sends(out: &mut Decoded, unstamped: &[bool]) {
+    for id in 0..out.streams.len() {
+        let info = &out.streams[id];
+        let periodic = info.protocol == "periodic";
+        if !periodic && !unstamped.get(id).copied().unwrap_or(false) {
+            continue;
+        }
+        let at: Vec<usize> = (0..out.samples.len())
+            .filter(|&i| out.samples[i].stream as usize == id)
+            .collect();
+        let inferred = if periodic {
+            let mut mine: Vec<super::Sample> = at.iter().map(|&i| out.samples[i].clone()).collect();
+            let estimate = super::periodic::assign(&mut mine);
+            for (&i, s) in at.iter().zip(mine) {
+                out.samples[i] = s;
+            }
+            estimate.map_or(SendInference::NoPeriod, SendInference::Periodic)
+        } else {
+            let points: Vec<(i64, crate::Nanos)> = at
+                .iter()
+                .map(|&i| (out.samples[i].seq, out.samples[i].arrival))
+                .collect();
+            let rate = clock::envelope_slope(&points);
+            if points.len() < clock::MIN_PACKETS || rate <= 0.0 {
+                out.streams[id].send_times = false;
+                continue;
+            }
+            let period_ns = 1e9 / rate;
+            for &i in &at {
+                let s = &mut out.samples[i];
+                s.send = crate::Nanos((s.seq as f64 * period_ns).round() as i64);
+            }
+            SendInference::Sequence { period_ns }
+        };
+        let info = &mut out.streams[id];
+        info.send_times = !matches!(inferred, SendInference::NoPeriod);
+        info.send_inferred = Some(inferred);
     }
 }
 
