@@ -312,6 +312,7 @@ fn flow_json(f: &FlowSummary) -> Value {
         "duration_s": f.duration().as_secs_f64(),
         "counted": f.counted,
         "skipped": f.skipped,
+        "skip_example": f.skip_example,
     })
 }
 
