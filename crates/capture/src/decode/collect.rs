@@ -257,10 +257,11 @@ impl Collector {
             self.decide(i);
         }
         self.drain();
+        let judged = matches!(self.decoder.config().kind, DecoderKind::Auto);
         let (streams, unstamped) = self.decoder.into_parts();
         self.out.streams = streams;
         infer_sends(&mut self.out, &unstamped);
-        tidy_streams(&mut self.out);
+        tidy_streams(&mut self.out, judged);
         infer_clock_rates(&mut self.out);
         self.out
     }
@@ -310,19 +311,20 @@ fn infer_sends(out: &mut Decoded, unstamped: &[bool]) {
     }
 }
 
-/// Drops the RTP "streams" of a few packets that appear inside a media flow (random payloads
-/// whose first byte falls in RTP's range parse as RTP, each with a new SSRC), counting their
-/// packets as skipped on their flow with the reason; then numbers the streams decoded from
+/// When flows were `judged` (no decoder named), drops the RTP "streams" of a few packets that
+/// appear inside a media flow (random payloads whose first byte falls in RTP's range parse as
+/// RTP, each with a new SSRC), counting their packets as skipped on their flow with the reason
+/// (`--decoder rtp` keeps every SSRC, as asked); then numbers the streams decoded from
 /// packets (RTP, probe, layout, transports) before the plain UDP flows, each group in order of
 /// first appearance: a capture's media keep the numbers they had when nothing but media made
 /// a stream, and signalling flows (SIP, DNS) come last.
-fn tidy_streams(out: &mut Decoded) {
+fn tidy_streams(out: &mut Decoded, judged: bool) {
     let mut counts = vec![0usize; out.streams.len()];
     for s in &out.samples {
         counts[s.stream as usize] += 1;
     }
     let stray = |info: &super::StreamInfo| {
-        info.protocol == "rtp" && counts[info.id as usize] < flow::MIN_RTP_PACKETS
+        judged && info.protocol == "rtp" && counts[info.id as usize] < flow::MIN_RTP_PACKETS
     };
     for info in out.streams.iter().filter(|i| stray(i)) {
         let n = counts[info.id as usize] as u64;
