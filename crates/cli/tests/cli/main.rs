@@ -8,6 +8,7 @@ mod bad_input;
 mod commands;
 mod contracts;
 mod live;
+mod raknet;
 mod report;
 mod sweep;
 mod util;
