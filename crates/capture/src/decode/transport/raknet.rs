@@ -510,9 +510,14 @@ impl RaknetParser {
                 self.datagrams.clear();
                 self.unreliable += u64::from(ahead);
             } else {
+                // Numbers never seen before: appended without a search.
                 for i in 0..ahead {
-                    self.remember((next + i) % U24, Slot::Missing(self.unreliable));
+                    self.datagrams
+                        .push_back(((next + i) % U24, Slot::Missing(self.unreliable)));
                     self.unreliable += 1;
+                }
+                while self.datagrams.len() > DATAGRAM_WINDOW {
+                    self.datagrams.pop_front();
                 }
             }
             self.next_datagram = Some((number + 1) % U24);
@@ -528,8 +533,12 @@ impl RaknetParser {
         }
     }
 
+    /// Notes what datagram `number` holds. The newest number is appended without a search
+    /// (the common case); an older one is updated where it is.
     fn remember(&mut self, number: u32, slot: Slot) {
-        if let Some(entry) = self.datagrams.iter_mut().rev().find(|(n, _)| *n == number) {
+        let newest = self.next_datagram == Some((number + 1) % U24);
+        if !newest && let Some(entry) = self.datagrams.iter_mut().rev().find(|(n, _)| *n == number)
+        {
             entry.1 = slot;
             return;
         }
