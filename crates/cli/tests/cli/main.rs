@@ -3,6 +3,7 @@
 //! - `contracts`: the seed vectors (fixtures/contracts) through import + replay.
 //! - `bad_input`: every kind of bad input is one line on stderr and exit code 2.
 //! - `commands`: info, replay, timeline and demo outputs.
+//! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 
 mod bad_input;
 mod commands;
@@ -11,5 +12,6 @@ mod live;
 mod raknet;
 mod report;
 mod sweep;
+mod transports;
 mod util;
 mod wireshark;
