@@ -193,7 +193,9 @@ impl Evidence {
                 None => {}
             }
         }
-        if kind == PacketKind::Other {
+        // RakNet's connected datagrams (0x80..=0xbf with the valid bit) read as RTP version 2,
+        // so the transports are tried on those too; consistent RTP is decided before them.
+        if matches!(kind, PacketKind::Other | PacketKind::Rtp) {
             for (t, parser, ok) in &mut self.trials {
                 if t.resembles(p) && parser.parse(p).is_ok() {
                     *ok += 1;

@@ -20,6 +20,8 @@ use jitterlab_capture::trace::{Direction, RecordKind};
 use jitterlab_capture::{Reader, Record};
 use serde_json::Value;
 
+use crate::util::{jitterlab, json};
+
 fn harness() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/raknet_peer.py")
 }
@@ -302,6 +304,7 @@ fn real_raknet_through_the_relay_decodes_as_the_applications_logged() {
     let inside = dropped_snaps.iter().filter(|s| *s > lo && *s < hi).count();
     assert_eq!(lost, inside);
     assert_eq!(sent_snaps.len() - got_snaps.len(), dropped_snaps.len());
+    let snap_lost = lost;
     // Snapshots carry ID_TIMESTAMP: each decodes with a send time.
     assert!(
         got.iter()
@@ -357,6 +360,50 @@ fn real_raknet_through_the_relay_decodes_as_the_applications_logged() {
         sent_inputs.len() - got_inputs.len(),
         up.dropped_seqs(LANE_UNRELIABLE).len()
     );
+    let input_lost = lost;
+
+    // The stream decoder finds RakNet by itself, one stream per lane, with the same counts.
+    let info = json(&["info".as_ref(), "--json".as_ref(), trace.as_os_str()]);
+    let streams = info["streams"].as_array().unwrap();
+    let lane = |name: &str| {
+        streams
+            .iter()
+            .find(|s| s["lane"] == name)
+            .unwrap_or_else(|| panic!("no {name} stream in {streams:?}"))
+    };
+    assert!(
+        streams.iter().all(|s| s["protocol"] == "raknet"),
+        "{streams:?}"
+    );
+    assert_eq!(streams.len(), 4, "{streams:?}");
+    let snapshots = lane("channel 0 sequenced");
+    assert_eq!(
+        snapshots["packets"].as_u64().unwrap() as usize,
+        got_snaps.len()
+    );
+    assert_eq!(snapshots["lost"].as_u64().unwrap() as usize, snap_lost);
+    assert_eq!(snapshots["duplicates"], 0);
+    let inputs = lane("unreliable");
+    assert_eq!(
+        inputs["packets"].as_u64().unwrap() as usize,
+        got_inputs.len()
+    );
+    assert_eq!(inputs["lost"].as_u64().unwrap() as usize, input_lost);
+    assert_eq!(lane("channel 1 ordered")["lost"], 0);
+    assert_eq!(lane("reliable")["lost"], 0);
+    // And `tune` recommends a delay for the snapshots (the stream with send times).
+    let tune = jitterlab().arg("tune").arg(&trace).output().unwrap();
+    let tuned = String::from_utf8_lossy(&tune.stdout);
+    assert!(
+        tune.status.success(),
+        "tune failed: {}",
+        String::from_utf8_lossy(&tune.stderr)
+    );
+    assert!(
+        tuned.contains("Recommendation") && tuned.contains("mean delay"),
+        "{tuned}"
+    );
+
     eprintln!(
         "raknet: server->client {} datagrams ({} dropped), snapshots {} sent {} received, \
          state duplicates {}; client->server {} datagrams ({} dropped), inputs {} sent {} \
