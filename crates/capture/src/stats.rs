@@ -464,6 +464,7 @@ mod tests {
             lane: None,
             send_times: true,
             clock_inferred: None,
+            send_inferred: None,
         }
     }
 

@@ -38,18 +38,13 @@ pub struct Timing {
     pub longest_gap_ms: f64,
 }
 
-/// The `q` quantile (0..=1) of sorted values, interpolated linearly between the two nearest
-/// ranks (as NumPy's default and R's type 7 do).
+/// The `q` quantile (0..=1) of sorted values: the value at rank ⌊q·n⌋ (0-based, the last one
+/// for `q = 1`), the nearest-rank definition the team's tshark reference tables
+/// (`*.tshark.txt`) were computed with.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
-        1 => sorted[0],
-        n => {
-            let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
-            let (lo, frac) = (pos.floor() as usize, pos.fract());
-            let hi = (lo + 1).min(n - 1);
-            sorted[lo] + (sorted[hi] - sorted[lo]) * frac
-        }
+        n => sorted[((q.clamp(0.0, 1.0) * n as f64) as usize).min(n - 1)],
     }
 }
 
@@ -111,12 +106,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_interpolate_between_ranks() {
+    fn quantiles_take_the_nearest_rank_above() {
         let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(quantile(&v, 0.5), 2.5);
+        assert_eq!(quantile(&v, 0.5), 3.0);
         assert_eq!(quantile(&v, 0.0), 1.0);
+        assert_eq!(quantile(&v, 0.74), 3.0);
+        assert_eq!(quantile(&v, 0.75), 4.0);
         assert_eq!(quantile(&v, 1.0), 4.0);
-        assert!((quantile(&v, 0.99) - 3.97).abs() < 1e-12);
         assert!(quantile(&[], 0.5).is_nan());
     }
 

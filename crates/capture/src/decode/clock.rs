@@ -32,6 +32,29 @@ pub fn infer(points: &[(i64, Nanos)]) -> ClockInference {
         (Some(a), Some(b)) => b.1.0.saturating_sub(a.1.0),
         _ => 0,
     };
+    let measured = envelope_slope(points);
+    let nearest = STANDARD_RATES
+        .into_iter()
+        .min_by(|&a, &b| {
+            let off = |r: u32| (measured / f64::from(r) - 1.0).abs();
+            off(a).total_cmp(&off(b))
+        })
+        .unwrap_or(STANDARD_RATES[0]);
+    let close = (measured / f64::from(nearest) - 1.0).abs() <= TOLERANCE;
+    let enough = n >= MIN_PACKETS && span >= MIN_SPAN.0;
+    ClockInference {
+        hz: (close && enough).then_some(nearest),
+        measured_hz: measured.max(0.0).round() as u32,
+        nearest_hz: nearest,
+        packets: n as u64,
+        span_ms: (span.max(0) / 1_000_000) as u64,
+    }
+}
+
+/// The slope, in units per second, of `(value, arrival)` points in arrival order along the
+/// lower envelope of their transit times (see [`infer`]); 0 when there are too few points.
+pub fn envelope_slope(points: &[(i64, Nanos)]) -> f64 {
+    let n = points.len();
     let slope = |a: (i64, Nanos), b: (i64, Nanos)| {
         let dt = (b.1.0 - a.1.0) as f64 / 1e9;
         (dt > 0.0).then(|| (b.0 - a.0) as f64 / dt)
@@ -63,22 +86,7 @@ pub fn infer(points: &[(i64, Nanos)]) -> ClockInference {
             measured = *slopes.select_nth_unstable_by(mid, f64::total_cmp).1;
         }
     }
-    let nearest = STANDARD_RATES
-        .into_iter()
-        .min_by(|&a, &b| {
-            let off = |r: u32| (measured / f64::from(r) - 1.0).abs();
-            off(a).total_cmp(&off(b))
-        })
-        .unwrap_or(STANDARD_RATES[0]);
-    let close = (measured / f64::from(nearest) - 1.0).abs() <= TOLERANCE;
-    let enough = n >= MIN_PACKETS && span >= MIN_SPAN.0;
-    ClockInference {
-        hz: (close && enough).then_some(nearest),
-        measured_hz: measured.max(0.0).round() as u32,
-        nearest_hz: nearest,
-        packets: n as u64,
-        span_ms: (span.max(0) / 1_000_000) as u64,
-    }
+    measured
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::flow::{self, Evidence, FlowClass, FlowSummary};
 use super::stream::{Read, StreamDecoder};
-use super::{Decoded, DecoderConfig, DecoderKind, clock};
+use super::{Decoded, DecoderConfig, DecoderKind, SendInference, clock};
 use crate::Error;
 use crate::sdp::RtpMap;
 use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
@@ -106,6 +106,7 @@ impl Collector {
             DecoderKind::Layout(_) => (Read::Layout, "layout"),
             DecoderKind::Transport(t) => (Read::Transport(*t), t.name()),
             DecoderKind::Udp => (Read::Plain, "udp"),
+            DecoderKind::Periodic => (Read::Plain, "periodic"),
             DecoderKind::Auto => return None,
         })
     }
@@ -234,7 +235,10 @@ impl Collector {
             Err(err) => {
                 self.buf.clear();
                 if let Some(s) = summary {
-                    self.out.flows[s].skipped += 1;
+                    let f = &mut self.out.flows[s];
+                    f.skipped += 1;
+                    f.skip_example
+                        .get_or_insert_with(|| format!("record {index}: {err}"));
                 }
                 self.out.skipped += 1;
                 if self.out.skip_examples.len() < MAX_SKIP_EXAMPLES {
@@ -253,33 +257,123 @@ impl Collector {
             self.decide(i);
         }
         self.drain();
-        self.out.streams = self.decoder.into_streams();
-        plain_flows_last(&mut self.out);
+        let (streams, unstamped) = self.decoder.into_parts();
+        self.out.streams = streams;
+        infer_sends(&mut self.out, &unstamped);
+        tidy_streams(&mut self.out);
         infer_clock_rates(&mut self.out);
         self.out
     }
 }
 
-/// Numbers the streams decoded from packets (RTP, probe, layout, transports) before the plain
-/// UDP flows, each group in order of first appearance: a capture's media keep the numbers
-/// they had when nothing but media made a stream, and signalling flows (SIP, DNS) come last.
-fn plain_flows_last(out: &mut Decoded) {
+/// Send times for streams whose packets do not all carry one: a transport's lanes that
+/// number every message but stamp few or none (from their sequence numbers), and the flows
+/// read with `--decoder periodic` (from their arrivals). Runs before any renumbering, while
+/// stream ids are indices.
+fn infer_sends(out: &mut Decoded, unstamped: &[bool]) {
+    for id in 0..out.streams.len() {
+        let info = &out.streams[id];
+        let periodic = info.protocol == "periodic";
+        if !periodic && !unstamped.get(id).copied().unwrap_or(false) {
+            continue;
+        }
+        let at: Vec<usize> = (0..out.samples.len())
+            .filter(|&i| out.samples[i].stream as usize == id)
+            .collect();
+        let inferred = if periodic {
+            let mut mine: Vec<super::Sample> = at.iter().map(|&i| out.samples[i].clone()).collect();
+            let estimate = super::periodic::assign(&mut mine);
+            for (&i, s) in at.iter().zip(mine) {
+                out.samples[i] = s;
+            }
+            estimate.map_or(SendInference::NoPeriod, SendInference::Periodic)
+        } else {
+            let points: Vec<(i64, crate::Nanos)> = at
+                .iter()
+                .map(|&i| (out.samples[i].seq, out.samples[i].arrival))
+                .collect();
+            let rate = clock::envelope_slope(&points);
+            if points.len() < clock::MIN_PACKETS || rate <= 0.0 {
+                out.streams[id].send_times = false;
+                continue;
+            }
+            let period_ns = 1e9 / rate;
+            for &i in &at {
+                let s = &mut out.samples[i];
+                s.send = crate::Nanos((s.seq as f64 * period_ns).round() as i64);
+            }
+            SendInference::Sequence { period_ns }
+        };
+        let info = &mut out.streams[id];
+        info.send_times = !matches!(inferred, SendInference::NoPeriod);
+        info.send_inferred = Some(inferred);
+    }
+}
+
+/// Drops the RTP "streams" of a few packets that appear inside a media flow (random payloads
+/// whose first byte falls in RTP's range parse as RTP, each with a new SSRC), counting their
+/// packets as skipped on their flow with the reason; then numbers the streams decoded from
+/// packets (RTP, probe, layout, transports) before the plain UDP flows, each group in order of
+/// first appearance: a capture's media keep the numbers they had when nothing but media made
+/// a stream, and signalling flows (SIP, DNS) come last.
+fn tidy_streams(out: &mut Decoded) {
+    let mut counts = vec![0usize; out.streams.len()];
+    for s in &out.samples {
+        counts[s.stream as usize] += 1;
+    }
+    let stray = |info: &super::StreamInfo| {
+        info.protocol == "rtp" && counts[info.id as usize] < flow::MIN_RTP_PACKETS
+    };
+    for info in out.streams.iter().filter(|i| stray(i)) {
+        let n = counts[info.id as usize] as u64;
+        let why = format!(
+            "{}: {n} packet(s) of stray SSRC {:#010X}, too few for a stream (not RTP)",
+            info.flow(),
+            info.ssrc.unwrap_or(0)
+        );
+        out.skipped += n;
+        if let Some(f) = out
+            .flows
+            .iter_mut()
+            .find(|f| f.src == info.src && f.dst == info.dst)
+        {
+            f.skipped += n;
+            f.skip_example.get_or_insert_with(|| why.clone());
+        }
+        if out.skip_examples.len() < MAX_SKIP_EXAMPLES {
+            out.skip_examples.push(why);
+        }
+    }
     let plain = |s: &super::StreamInfo| s.protocol == "udp";
-    let sorted = out
-        .streams
-        .windows(2)
-        .all(|w| !plain(&w[0]) || plain(&w[1]));
-    if sorted {
+    let mut order: Vec<usize> = (0..out.streams.len())
+        .filter(|&i| !stray(&out.streams[i]))
+        .collect();
+    order.sort_by_key(|&i| plain(&out.streams[i]));
+    if order.iter().enumerate().all(|(new, &old)| new == old) && order.len() == out.streams.len() {
         return;
     }
-    out.streams.sort_by_key(plain);
-    let mut new_id = vec![0u32; out.streams.len()];
-    for (i, info) in out.streams.iter_mut().enumerate() {
-        new_id[info.id as usize] = i as u32;
-        info.id = i as u32;
+    let mut new_id = vec![u32::MAX; out.streams.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_id[old] = new as u32;
     }
-    for s in out.samples.iter_mut().chain(out.truth.iter_mut()) {
-        s.stream = new_id[s.stream as usize];
+    let mut streams: Vec<Option<super::StreamInfo>> = std::mem::take(&mut out.streams)
+        .into_iter()
+        .map(Some)
+        .collect();
+    out.streams = order
+        .iter()
+        .enumerate()
+        .filter_map(|(new, &old)| {
+            let mut info = streams[old].take()?;
+            info.id = new as u32;
+            Some(info)
+        })
+        .collect();
+    for list in [&mut out.samples, &mut out.truth] {
+        list.retain(|s| new_id[s.stream as usize] != u32::MAX);
+        for s in list.iter_mut() {
+            s.stream = new_id[s.stream as usize];
+        }
     }
 }
 

@@ -22,13 +22,16 @@ pub enum DecoderKind {
     Transport(Transport),
     /// Plain UDP: sizes and arrival times only, no send times.
     Udp,
+    /// Plain UDP with send times inferred from the arrivals of a periodic sender (see
+    /// [`super::periodic`]).
+    Periodic,
     /// Each flow judged by its packets (`auto`, the default for captures): RTP, RTCP, STUN,
     /// DTLS, probe, a game transport or plain UDP (see [`super::flow`]).
     Auto,
 }
 
 /// The decoder names [`DecoderConfig::parse`] takes, for messages.
-pub const DECODER_NAMES: &str = "auto, rtp, probe, enet, kcp, raknet, udp, layout:SPEC";
+pub const DECODER_NAMES: &str = "auto, rtp, probe, enet, kcp, raknet, udp, periodic, layout:SPEC";
 
 /// A decoder choice plus its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,8 +54,8 @@ impl DecoderConfig {
         }
     }
 
-    /// Parses a decoder name: `auto`, `rtp`, `probe`, `enet`, `kcp`, `raknet`, `udp` or
-    /// `layout:SPEC`.
+    /// Parses a decoder name: `auto`, `rtp`, `probe`, `enet`, `kcp`, `raknet`, `udp`,
+    /// `periodic` or `layout:SPEC`.
     ///
     /// # Errors
     /// An unknown name, with the list of known ones, or a bad layout.
@@ -65,6 +68,7 @@ impl DecoderConfig {
             "rtp" => Ok(Self::new(DecoderKind::Rtp)),
             "probe" => Ok(Self::new(DecoderKind::Probe)),
             "udp" => Ok(Self::new(DecoderKind::Udp)),
+            "periodic" => Ok(Self::new(DecoderKind::Periodic)),
             other => match other.strip_prefix("layout:") {
                 Some(spec) => Ok(Self::new(DecoderKind::Layout(Box::new(
                     layout::Layout::parse(spec)?,
@@ -96,6 +100,7 @@ impl DecoderConfig {
             DecoderKind::Layout(l) => format!("layout:{}", l.spec()),
             DecoderKind::Transport(t) => t.name().to_owned(),
             DecoderKind::Udp => "udp".to_owned(),
+            DecoderKind::Periodic => "periodic".to_owned(),
             DecoderKind::Auto => "auto".to_owned(),
         }
     }

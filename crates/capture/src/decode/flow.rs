@@ -296,6 +296,8 @@ pub struct FlowSummary {
     pub counted: BTreeMap<&'static str, u64>,
     /// Packets that could not be decoded as what the flow is.
     pub skipped: u64,
+    /// Why the first of them could not.
+    pub skip_example: Option<String>,
 }
 
 impl FlowSummary {
@@ -311,6 +313,7 @@ impl FlowSummary {
             last: Nanos::MIN,
             counted: BTreeMap::new(),
             skipped: 0,
+            skip_example: None,
         }
     }
 

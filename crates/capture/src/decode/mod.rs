@@ -23,7 +23,9 @@ pub use config::{DECODER_NAMES, DecoderConfig, DecoderKind};
 pub use decoded::Decoded;
 pub use flow::FlowSummary;
 pub(crate) use sample::in_range;
-pub use sample::{ClockInference, DecodeError, Lifecycle, MAX_MAGNITUDE, Sample, StreamInfo};
+pub use sample::{
+    ClockInference, DecodeError, Lifecycle, MAX_MAGNITUDE, Sample, SendInference, StreamInfo,
+};
 pub use stream::StreamDecoder;
 
 #[cfg(test)]

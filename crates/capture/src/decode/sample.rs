@@ -121,7 +121,7 @@ impl Sample {
 }
 
 /// What identifies a stream and what is known about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StreamInfo {
     /// The stream's index, as used in [`Sample::stream`].
     pub id: u32,
@@ -150,6 +150,24 @@ pub struct StreamInfo {
     /// The clock rate inferred from RTP timestamps against arrival times, when neither
     /// `--clock-rate`, SDP nor the static table gave one.
     pub clock_inferred: Option<ClockInference>,
+    /// How send times were inferred, when the packets carry none of their own.
+    pub send_inferred: Option<SendInference>,
+}
+
+/// Send times inferred for a stream whose packets do not carry them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SendInference {
+    /// From the stream's sequence numbers: message `n` sent at `n × period` (a transport
+    /// that numbers every message but stamps few, as ENet's unreliable ones, or none, as
+    /// RakNet's).
+    Sequence {
+        /// The period, fitted to the lower envelope of arrivals against sequence numbers, ns.
+        period_ns: f64,
+    },
+    /// From the arrivals alone (`--decoder periodic`; see [`super::periodic`]).
+    Periodic(super::periodic::Estimate),
+    /// `--decoder periodic` found no period: the stream has no send times.
+    NoPeriod,
 }
 
 /// A media clock rate inferred from a stream's RTP timestamps against its arrival times, with

@@ -113,6 +113,8 @@ pub struct StreamDecoder {
     streams: Vec<StreamInfo>,
     /// One transport parser per flow and direction of record (received, ground truth).
     parsers: HashMap<FlowSide, Box<dyn Parser>>,
+    /// Per stream: whether a transport message came without a send time.
+    unstamped: Vec<bool>,
 }
 
 impl StreamDecoder {
@@ -126,6 +128,7 @@ impl StreamDecoder {
             state: Vec::new(),
             streams: Vec::new(),
             parsers: HashMap::new(),
+            unstamped: Vec::new(),
         }
     }
 
@@ -148,6 +151,12 @@ impl StreamDecoder {
     /// Consumes the decoder, returning its streams.
     pub fn into_streams(self) -> Vec<StreamInfo> {
         self.streams
+    }
+
+    /// Consumes the decoder, returning its streams and, per stream, whether any of its
+    /// transport messages came without a send time.
+    pub(super) fn into_parts(self) -> (Vec<StreamInfo>, Vec<bool>) {
+        (self.streams, self.unstamped)
     }
 
     fn stream_for(&mut self, key: StreamKey, rec: &Record, origin: impl FnOnce() -> Origin) -> u32 {
@@ -177,7 +186,9 @@ impl StreamDecoder {
             lane: o.lane,
             send_times: o.send_times,
             clock_inferred: None,
+            send_inferred: None,
         });
+        self.unstamped.push(false);
         self.state.push([StreamState::new(), StreamState::new()]);
         self.keys.insert(key, id);
         self.last = Some((key, id));
@@ -194,7 +205,7 @@ impl StreamDecoder {
             DecoderKind::Probe => Read::Probe,
             DecoderKind::Layout(_) => Read::Layout,
             DecoderKind::Transport(t) => Read::Transport(*t),
-            DecoderKind::Udp => Read::Plain,
+            DecoderKind::Udp | DecoderKind::Periodic => Read::Plain,
             DecoderKind::Rtp | DecoderKind::Auto => Read::Media,
         };
         let mut out = Vec::with_capacity(1);
@@ -230,8 +241,9 @@ impl StreamDecoder {
                     src: rec.src,
                     dst: rec.dst,
                 };
+                let periodic = matches!(self.config.kind, DecoderKind::Periodic);
                 let stream = self.stream_for(key, rec, || Origin {
-                    protocol: "udp",
+                    protocol: if periodic { "periodic" } else { "udp" },
                     ssrc: None,
                     own_id: None,
                     lane: None,
@@ -346,6 +358,9 @@ impl StreamDecoder {
                 payload_type: None,
                 send_times: stamped,
             });
+            if !stamped {
+                self.unstamped[stream as usize] = true;
+            }
             let state = &mut self.state[stream as usize][slot];
             let e = state
                 .lane_seq

@@ -4,7 +4,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
-use jitterlab_capture::decode::FlowSummary;
+use jitterlab_capture::decode::periodic::{self, Estimate};
+use jitterlab_capture::decode::{FlowSummary, SendInference};
 use jitterlab_capture::pcap::CaptureSummary;
 use jitterlab_capture::stats::{StreamStats, stream_stats};
 use jitterlab_capture::timing::{Timing, timing};
@@ -71,6 +72,18 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 &stream_timing(&decoded, info),
                 flow_of(&decoded, info),
             )?;
+            match plain_period(&decoded, info) {
+                Some(e) => writeln!(out, "  send period (inferred): {}", describe_period(&e))?,
+                None => writeln!(
+                    out,
+                    "  send period: none found (not a periodic sender, or too few packets)"
+                )?,
+            }
+            writeln!(
+                out,
+                "  no sequence numbers or send times: loss and jitter unknown (try `jitterlab \
+                 discover`, or --decoder periodic)"
+            )?;
             continue;
         }
         writeln!(
@@ -80,6 +93,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             s.duration().as_secs_f64(),
             s.mean_rate()
         )?;
+        if let Some(inferred) = &info.send_inferred {
+            writeln!(out, "  {}", describe_send(inferred))?;
+        }
         if let Some(c) = info.clock_inferred {
             match c.hz {
                 Some(hz) => writeln!(
@@ -207,11 +223,70 @@ fn write_timing(out: &mut impl Write, t: &Timing, flow: Option<&FlowSummary>) ->
             t.gaps, t.longest_gap_ms
         )?;
     }
-    writeln!(
-        out,
-        "  no sequence numbers or send times: loss and jitter unknown (try `jitterlab discover` \
-         or --decoder periodic)"
+    Ok(())
+}
+
+/// A plain flow's send period, inferred from its arrivals (marked as inferred wherever shown).
+fn plain_period(decoded: &Decoded, info: &StreamInfo) -> Option<Estimate> {
+    let arrivals: Vec<_> = decoded.stream_samples(info.id).map(|s| s.arrival).collect();
+    periodic::estimate(&arrivals)
+}
+
+fn describe_period(e: &Estimate) -> String {
+    format!(
+        "{:.3} ms{}, drift {:+.0} ppm, confidence {:.2}, {} slots empty, {} late in {} burst(s)",
+        e.period_ns / 1e6,
+        e.nominal_period_ns
+            .map_or(String::new(), |n| format!(" (nominal {:.3} ms)", n / 1e6)),
+        e.drift_ppm,
+        e.confidence,
+        e.missing,
+        e.late,
+        e.bursts
     )
+}
+
+fn describe_send(s: &SendInference) -> String {
+    match s {
+        SendInference::Sequence { period_ns } => format!(
+            "send times inferred from sequence numbers: one message every {:.3} ms",
+            period_ns / 1e6
+        ),
+        SendInference::Periodic(e) => {
+            format!(
+                "send times inferred from arrivals (periodic): period {}",
+                describe_period(e)
+            )
+        }
+        SendInference::NoPeriod => "--decoder periodic found no period: no send times".to_owned(),
+    }
+}
+
+fn period_json(e: &Estimate) -> Value {
+    json!({
+        "period_ms": e.period_ns / 1e6,
+        "nominal_period_ms": e.nominal_period_ns.map(|n| n / 1e6),
+        "drift_ppm": e.drift_ppm,
+        "confidence": e.confidence,
+        "packets": e.packets,
+        "slots": e.slots,
+        "missing": e.missing,
+        "duplicates": e.duplicates,
+        "late": e.late,
+        "bursts": e.bursts,
+        "reordered": e.reordered,
+        "inferred": true,
+    })
+}
+
+fn send_inferred_json(s: &SendInference) -> Value {
+    match s {
+        SendInference::Sequence { period_ns } => {
+            json!({"method": "sequence", "period_ms": period_ns / 1e6})
+        }
+        SendInference::Periodic(e) => json!({"method": "periodic", "period": period_json(e)}),
+        SendInference::NoPeriod => json!({"method": "periodic", "period": null}),
+    }
 }
 
 fn timing_json(t: &Timing) -> Value {
@@ -237,6 +312,7 @@ fn flow_json(f: &FlowSummary) -> Value {
         "duration_s": f.duration().as_secs_f64(),
         "counted": f.counted,
         "skipped": f.skipped,
+        "skip_example": f.skip_example,
     })
 }
 
@@ -253,6 +329,11 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
         "send_times": info.has_send_times(),
         "bytes": flow.map(|f| f.bytes),
         "timing": timing_json(&stream_timing(decoded, info)),
+        "period": (!info.has_send_times() && info.ssrc.is_none())
+            .then(|| plain_period(decoded, info))
+            .flatten()
+            .map(|e| period_json(&e)),
+        "send_inferred": info.send_inferred.as_ref().map(send_inferred_json),
         "clock_inferred": info.clock_inferred.map(|c| json!({
             "hz": c.hz,
             "measured_hz": c.measured_hz,

@@ -408,6 +408,13 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
         &app_seqs(&log, "worlds_sent"),
         &app_seqs(&log, "worlds_received"),
     );
+    check_cli(
+        &trace,
+        "enet",
+        "channel 0 unreliable",
+        lane(&down_d[1], "channel 0 unreliable").len(),
+        lane(&up_d[1], "channel 0 unreliable").len(),
+    );
     let [ingress, forwarded, _] = &down_d;
     assert_eq!(
         control(ingress, "fragment"),
@@ -438,6 +445,48 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
         app_seqs(&log, "snapshots_sent").len(),
         app_seqs(&log, "inputs_sent").len(),
         app_seqs(&log, "worlds_sent").len(),
+    );
+}
+
+/// `jitterlab info --json` on the relay trace sees the transport's lanes as streams with the
+/// counts decoded here (what the relay forwarded), and `jitterlab tune` recommends a delay
+/// for the snapshot stream (`down`: the server's lane of that name).
+fn check_cli(trace: &Path, protocol: &str, lane_name: &str, down: usize, up: usize) {
+    let info = crate::util::json(&["info".as_ref(), "--json".as_ref(), trace.as_os_str()]);
+    let streams: Vec<&Value> = info["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["protocol"] == protocol && s["lane"] == lane_name)
+        .collect();
+    let mut counts: Vec<u64> = streams
+        .iter()
+        .map(|s| s["packets"].as_u64().unwrap())
+        .collect();
+    counts.sort_unstable();
+    let mut want = vec![down as u64, up as u64];
+    want.sort_unstable();
+    assert_eq!(
+        counts, want,
+        "{protocol} {lane_name} streams in info: {info}"
+    );
+    let snapshot = streams
+        .iter()
+        .find(|s| s["packets"].as_u64() == Some(down as u64))
+        .unwrap();
+    assert_eq!(snapshot["send_times"], true, "{snapshot}");
+    let id = snapshot["stream"].to_string();
+    let tune = crate::util::json(&[
+        "tune".as_ref(),
+        "--json".as_ref(),
+        "-q".as_ref(),
+        "--stream".as_ref(),
+        id.as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert!(
+        tune["recommendation"]["policy"].is_string(),
+        "tune recommends nothing on the {protocol} snapshot stream: {tune}"
     );
 }
 
@@ -521,6 +570,19 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
         "inputs",
         &app_seqs(&log, "inputs_sent"),
         &app_seqs(&log, "inputs_received"),
+    );
+    let conv = down_d[1]
+        .iter()
+        .flat_map(|d| &d.messages)
+        .next()
+        .map(|m| m.lane_name.clone())
+        .unwrap();
+    check_cli(
+        &trace,
+        "kcp",
+        &conv,
+        lane(&down_d[1], &conv).len(),
+        lane(&up_d[1], &conv).len(),
     );
     // Dropped data came again: at least as many retransmitted copies as dropped ones.
     assert!(
