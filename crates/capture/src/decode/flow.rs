@@ -193,9 +193,12 @@ impl Evidence {
                 None => {}
             }
         }
-        if kind == PacketKind::Other {
+        // RakNet's connected datagrams (0x80..=0xbf, the valid bit) also read as RTP version 2,
+        // so RakNet, whose test is the strict parse of the whole datagram, is tried on those too.
+        if matches!(kind, PacketKind::Other | PacketKind::Rtp) {
             for (t, parser, ok) in &mut self.trials {
-                if t.resembles(p) && parser.parse(p).is_ok() {
+                let tried = kind == PacketKind::Other || *t == Transport::Raknet;
+                if tried && t.resembles(p) && parser.parse(p).is_ok() {
                     *ok += 1;
                 }
             }

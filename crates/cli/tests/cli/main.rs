@@ -11,6 +11,7 @@ mod commands;
 mod contracts;
 mod games;
 mod live;
+mod raknet;
 mod report;
 mod sweep;
 mod transports;
