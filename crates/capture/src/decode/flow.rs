@@ -193,12 +193,12 @@ impl Evidence {
                 None => {}
             }
         }
-        // RakNet's connected datagrams (0x80..=0xbf, the valid bit) also read as RTP version 2,
-        // so RakNet, whose test is the strict parse of the whole datagram, is tried on those too.
+        // A transport's first byte may fall in RTP's range (RakNet's valid bit 0x80, ENet's
+        // sent-time flag in the peer id's top bit, a KCP conversation id), so every transport
+        // is tried on RTP-looking packets too; consistent RTP is decided before them.
         if matches!(kind, PacketKind::Other | PacketKind::Rtp) {
             for (t, parser, ok) in &mut self.trials {
-                let tried = kind == PacketKind::Other || *t == Transport::Raknet;
-                if tried && t.resembles(p) && parser.parse(p).is_ok() {
+                if t.resembles(p) && parser.parse(p).is_ok() {
                     *ok += 1;
                 }
             }

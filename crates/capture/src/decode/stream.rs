@@ -196,7 +196,7 @@ impl StreamDecoder {
     }
 
     /// Decodes one record into a sample, with the configured decoder (`rtp`, `probe` or
-    /// `layout:`; a transport's datagram may hold several messages: see [`Self::decode_all`]).
+    /// `layout:`; a transport's datagram may hold several messages: see `decode_all`).
     ///
     /// # Errors
     /// The payload is not a valid packet for this decoder, or holds no single sample.

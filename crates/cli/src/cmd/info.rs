@@ -66,7 +66,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     write_flows(&mut out, &decoded.flows)?;
     for (info, s) in decoded.streams.iter().zip(&stats) {
         writeln!(out, "\nstream {} ({})", info.id, info.label())?;
-        if !info.has_send_times() && info.ssrc.is_none() {
+        if is_plain(info) {
             write_timing(
                 &mut out,
                 &stream_timing(&decoded, info),
@@ -132,11 +132,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 "  jitter (RFC 3550) last {:.3} ms   mean {:.3} ms   max {:.3} ms",
                 j.last_ms, j.mean_ms, j.max_ms
             )?,
-            None => writeln!(
+            None if info.ssrc.is_some() => writeln!(
                 out,
                 "  jitter unknown: no clock rate for payload type {} (pass --clock-rate {}=HZ)",
                 info.payload_type.unwrap_or(0),
                 info.payload_type.unwrap_or(0)
+            )?,
+            None => writeln!(
+                out,
+                "  jitter unknown: the {} messages carry no send times (too few to infer them \
+                 from their sequence numbers)",
+                info.protocol
             )?,
         }
         if let Some(w) = s.wireshark {
@@ -187,6 +193,12 @@ fn write_flows(out: &mut impl Write, flows: &[FlowSummary]) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A stream with arrivals only: a plain UDP flow, or one `--decoder periodic` found no
+/// period in.
+fn is_plain(info: &StreamInfo) -> bool {
+    info.ssrc.is_none() && !info.has_send_times() && matches!(info.protocol, "udp" | "periodic")
 }
 
 /// The flow a stream belongs to.
@@ -329,7 +341,7 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
         "send_times": info.has_send_times(),
         "bytes": flow.map(|f| f.bytes),
         "timing": timing_json(&stream_timing(decoded, info)),
-        "period": (!info.has_send_times() && info.ssrc.is_none())
+        "period": is_plain(info)
             .then(|| plain_period(decoded, info))
             .flatten()
             .map(|e| period_json(&e)),
