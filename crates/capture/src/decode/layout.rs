@@ -245,7 +245,10 @@ impl Layout {
                 Some((at, value)) if name == "when" => (at, Some(value)),
                 Some(_) => return Err(bad(item, "only when takes =VALUE")),
                 None if name == "when" => {
-                    return Err(bad(item, "expected when=TYPE@OFFSET=VALUE, e.g. when=u8@0=2"));
+                    return Err(bad(
+                        item,
+                        "expected when=TYPE@OFFSET=VALUE, e.g. when=u8@0=2",
+                    ));
                 }
                 None => (at, None),
             };
@@ -511,7 +514,10 @@ mod tests {
         assert_eq!((d.seq, d.send), (513, Nanos::from_millis(40)));
         p[0] = 7;
         let err = l.decode(&p).unwrap_err().to_string();
-        assert!(err.contains("another message kind") && err.contains("for 2"), "{err}");
+        assert!(
+            err.contains("another message kind") && err.contains("for 2"),
+            "{err}"
+        );
         let err = l.decode(&[]).unwrap_err().to_string();
         assert!(err.contains("packet has 0"), "{err}");
         let signed = Layout::parse("when=i16be@0=-2,seq=u8@2,send=u8@3").unwrap();

@@ -11,9 +11,9 @@ mod decoded;
 pub mod layout;
 pub mod probe;
 pub mod rtp;
-pub mod transport;
 mod sample;
 mod stream;
+pub mod transport;
 
 pub use collect::{Collector, decode_trace};
 pub use config::{DecoderConfig, DecoderKind};
