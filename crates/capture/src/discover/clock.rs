@@ -195,7 +195,7 @@ pub(super) fn scan(
     let mut found = Vec::new();
     for offset in 0..MAX_OFFSET.min(longest) {
         'ty: for ty in CLOCKS {
-            if offset + ty.len() > longest
+            if offset + ty.size() > longest
                 || (!ty.float
                     && cols
                         .get(ty.low_byte(offset))
@@ -377,7 +377,7 @@ mod tests {
             })
             .collect();
         let cols = super::super::field::byte_columns(&packets, 8);
-        let found = scan(&packets, &[0..400], &cols);
+        let found = scan(&packets, std::slice::from_ref(&(0..400)), &cols);
         assert_eq!(found, vec![(FieldType::uint(4, true), 0, Unit::Ns)]);
         let fit = verify(&packets, FieldType::uint(4, true), 0, Unit::Ns).unwrap();
         assert_eq!(fit.consistent, 400);

@@ -132,7 +132,7 @@ pub(super) fn scan(
     let mut found = Vec::new();
     for offset in 0..MAX_OFFSET.min(longest) {
         for ty in COUNTERS {
-            if offset + ty.len() > longest {
+            if offset + ty.size() > longest {
                 continue;
             }
             // The layout decoder refuses sequence numbers beyond 2^61 (a u64 read over
@@ -203,7 +203,7 @@ fn may_widen(cols: &[ByteColumn], packets: usize, bytes: impl Iterator<Item = us
 
 /// The byte offsets a field covers.
 pub(super) fn span(ty: FieldType, offset: usize) -> Range<usize> {
-    offset..offset + ty.len()
+    offset..offset + ty.size()
 }
 
 /// One chain per group of nested readings of the same bytes (`u8@3`, `u16le@3`, `u32le@3`
@@ -304,11 +304,12 @@ mod tests {
             })
             .collect();
         let packets = flow(&payloads);
-        let all = [0..packets.len()];
-        let found = scan(&packets, &all);
+        let whole = 0..packets.len();
+        let all = std::slice::from_ref(&whole);
+        let found = scan(&packets, all);
         let fits: Vec<CounterFit> = found
             .iter()
-            .map(|&(ty, off, step)| track(&packets, &all, ty, off, step, None))
+            .map(|&(ty, off, step)| track(&packets, all, ty, off, step, None))
             .collect();
         let cols = super::super::field::byte_columns(&packets, 16);
         let resolved = resolve(fits, &cols, packets.len());
@@ -326,6 +327,6 @@ mod tests {
             .map(|_| (0..32).map(|_| rng.next_u64() as u8).collect())
             .collect();
         let packets = flow(&payloads);
-        assert!(scan(&packets, &[0..500]).is_empty());
+        assert!(scan(&packets, std::slice::from_ref(&(0..500))).is_empty());
     }
 }

@@ -39,7 +39,7 @@ impl FieldType {
     }
 
     /// The field's width in bytes.
-    pub const fn len(self) -> usize {
+    pub const fn size(self) -> usize {
         self.width as usize
     }
 
@@ -51,7 +51,7 @@ impl FieldType {
     /// The byte holding the least significant bits of a field at `offset`.
     pub(super) const fn low_byte(self, offset: usize) -> usize {
         if self.big_endian {
-            offset + self.len() - 1
+            offset + self.size() - 1
         } else {
             offset
         }
@@ -60,7 +60,7 @@ impl FieldType {
     /// The raw bits at `offset`, or `None` past the end of `buf`.
     #[inline]
     pub(super) fn bits_at(self, buf: &[u8], offset: usize) -> Option<u64> {
-        let b = buf.get(offset..offset + self.len())?;
+        let b = buf.get(offset..offset + self.size())?;
         Some(match (self.width, self.big_endian) {
             (1, _) => u64::from(b[0]),
             (2, false) => u64::from(u16::from_le_bytes([b[0], b[1]])),
@@ -190,7 +190,7 @@ pub(super) fn windows(n: usize) -> Vec<Range<usize>> {
     const WINDOW: usize = 2048;
     const WINDOWS: usize = 4;
     if n <= WINDOW * WINDOWS {
-        return vec![0..n];
+        return std::iter::once(0..n).collect();
     }
     (0..WINDOWS)
         .map(|i| {
@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn windows_cover_small_flows_and_spread_over_large_ones() {
-        assert_eq!(windows(100), vec![0..100]);
+        assert_eq!(windows(100), std::iter::once(0..100).collect::<Vec<_>>());
         let w = windows(100_000);
         assert_eq!(w.len(), 4);
         assert_eq!((w[0].start, w[3].end), (0, 100_000));

@@ -164,7 +164,7 @@ pub struct Candidate {
 impl Candidate {
     /// The type as JSON names it: `u16le`, or `u8*4` for a run of four constant bytes.
     pub fn type_name(&self) -> String {
-        if self.len > self.ty.len() {
+        if self.len > self.ty.size() {
             format!("{}*{}", self.ty, self.len)
         } else {
             self.ty.to_string()
@@ -398,10 +398,11 @@ fn analyse(packets: &[Packet<'_>], cols: &[ByteColumn]) -> Analysis {
         );
     }
     let windows = field::windows(n);
-    let all = [0..n];
+    let whole = 0..n;
+    let all = std::slice::from_ref(&whole);
     let counters: Vec<CounterFit> = counter::scan(packets, &windows)
         .into_iter()
-        .map(|(ty, offset, step)| counter::track(packets, &all, ty, offset, step, None))
+        .map(|(ty, offset, step)| counter::track(packets, all, ty, offset, step, None))
         .filter(|f| share(f.consistent, n) >= MIN_SHARE)
         .collect();
     let mut counters = counter::resolve(counters, cols, n);
@@ -472,7 +473,7 @@ fn analyse(packets: &[Packet<'_>], cols: &[ByteColumn]) -> Analysis {
     let mut seq_ok = Vec::with_capacity(n);
     counter::track(
         packets,
-        &all,
+        all,
         seq.ty,
         seq.offset,
         seq.step,
@@ -595,7 +596,7 @@ fn counter_candidate(c: &CounterFit, n: usize, chosen: bool) -> Candidate {
         role: Role::Seq,
         ty: c.ty,
         offset: c.offset,
-        len: c.ty.len(),
+        len: c.ty.size(),
         unit: None,
         share: share(c.consistent, n),
         chosen,
@@ -614,7 +615,7 @@ fn clock_candidate(c: &ClockFit, n: usize, chosen: bool) -> Candidate {
         role: Role::Send,
         ty: c.ty,
         offset: c.offset,
-        len: c.ty.len(),
+        len: c.ty.size(),
         unit: Some(c.unit),
         share: share(c.consistent, n),
         chosen,

@@ -183,7 +183,7 @@ impl Protocol {
             let step = if rng.chance(0.2) { 2 } else { 1 };
             let seq = Counter {
                 ty,
-                offset: place(&mut rng, ty.len(), &mut used),
+                offset: place(&mut rng, ty.size(), &mut used),
                 start,
                 step,
             };
@@ -201,7 +201,7 @@ impl Protocol {
                 };
                 SendField {
                     ty,
-                    offset: place(&mut rng, ty.len(), &mut used),
+                    offset: place(&mut rng, ty.size(), &mut used),
                     unit,
                     start,
                 }
@@ -383,7 +383,7 @@ impl Protocol {
 }
 
 fn write_int(p: &mut [u8], ty: FieldType, offset: usize, v: u64) {
-    let w = ty.len();
+    let w = ty.size();
     let bytes = if ty.big_endian {
         v.to_be_bytes()[8 - w..].to_vec()
     } else {

@@ -65,9 +65,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             let i = flows
                 .iter()
                 .position(|f| f.src.map(|e| e.0) == Some(src) && f.dst.map(|e| e.0) == Some(dst))
-                .with_context(|| {
-                    format!("{display}: no flow {spec} (flows: {})", list(&flows))
-                })?;
+                .with_context(|| format!("{display}: no flow {spec} (flows: {})", list(&flows)))?;
             vec![i]
         }
         (None, Some(n)) if n < flows.len() => vec![n],
@@ -221,7 +219,9 @@ fn candidate_json(c: &Candidate) -> Value {
             skips,
             reordered,
             wraps,
-        } => json!({"step": step, "exact": exact, "skips": skips, "reordered": reordered, "wraps": wraps}),
+        } => {
+            json!({"step": step, "exact": exact, "skips": skips, "reordered": reordered, "wraps": wraps})
+        }
         Evidence::Clock {
             rate,
             residual_p50,
@@ -411,7 +411,10 @@ fn print_stream(out: &mut impl Write, i: usize, flow: &Flow, d: &Discovery) -> R
     }
     match d.layout() {
         Some(l) => writeln!(out, "  paste: --decoder 'layout:{l}'")?,
-        None => writeln!(out, "  nothing to paste: no layout reaches confidence {CONFIDENCE}")?,
+        None => writeln!(
+            out,
+            "  nothing to paste: no layout reaches confidence {CONFIDENCE}"
+        )?,
     }
     Ok(())
 }

@@ -71,7 +71,11 @@ fn discover_json_finds_the_layouts_of_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("flows.jtr");
     write_trace(&trace);
-    let out = json(&[OsStr::new("discover"), trace.as_os_str(), OsStr::new("--json")]);
+    let out = json(&[
+        OsStr::new("discover"),
+        trace.as_os_str(),
+        OsStr::new("--json"),
+    ]);
     let streams = out["streams"].as_array().unwrap();
     // The 10-packet flow is below the size studied without a selection.
     assert_eq!(streams.len(), 3, "{out:#}");
@@ -97,7 +101,10 @@ fn discover_json_finds_the_layouts_of_a_trace() {
         OsStr::new("--stream"),
         OsStr::new(&n),
     ]);
-    assert_eq!(again["streams"][0]["flow"], ONE, "--stream {n} is the same flow");
+    assert_eq!(
+        again["streams"][0]["flow"], ONE,
+        "--stream {n} is the same flow"
+    );
     assert!(one["confidence"].as_f64().unwrap() > 0.9);
     let fields: Vec<(&str, &str, u64)> = one["candidates"]
         .as_array()
@@ -169,7 +176,10 @@ fn discover_json_finds_the_layouts_of_a_trace() {
         OsStr::new(SHORT),
     ]);
     let s = &short["streams"][0];
-    assert_eq!((s["flow"].as_str(), s["layout"].as_str()), (Some(SHORT), None));
+    assert_eq!(
+        (s["flow"].as_str(), s["layout"].as_str()),
+        (Some(SHORT), None)
+    );
     assert!(s["note"].as_str().unwrap().contains("too few"), "{s:#}");
 }
 
@@ -179,35 +189,68 @@ fn discover_text_says_what_to_paste_and_what_was_not_found() {
     let trace = dir.path().join("flows.jtr");
     write_trace(&trace);
     let out = jitterlab()
-        .args([OsStr::new("discover"), trace.as_os_str(), OsStr::new("--flow"), OsStr::new(ONE)])
+        .args([
+            OsStr::new("discover"),
+            trace.as_os_str(),
+            OsStr::new("--flow"),
+            OsStr::new(ONE),
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let spec = &Protocol::new(0).truth()[0];
-    assert!(text.contains(&format!("paste: --decoder 'layout:{spec}'")), "{text}");
+    assert!(
+        text.contains(&format!("paste: --decoder 'layout:{spec}'")),
+        "{text}"
+    );
     assert!(text.contains("[chosen]"), "{text}");
 
     let out = jitterlab()
-        .args([OsStr::new("discover"), trace.as_os_str(), OsStr::new("--flow"), OsStr::new(RANDOM)])
+        .args([
+            OsStr::new("discover"),
+            trace.as_os_str(),
+            OsStr::new("--flow"),
+            OsStr::new(RANDOM),
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("nothing found") && text.contains("nothing to paste"), "{text}");
+    assert!(
+        text.contains("nothing found") && text.contains("nothing to paste"),
+        "{text}"
+    );
 
     let out = jitterlab()
-        .args([OsStr::new("discover"), trace.as_os_str(), OsStr::new("--flow"), OsStr::new("1.2.3.4:1-5.6.7.8:2")])
+        .args([
+            OsStr::new("discover"),
+            trace.as_os_str(),
+            OsStr::new("--flow"),
+            OsStr::new("1.2.3.4:1-5.6.7.8:2"),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("no flow 1.2.3.4:1-5.6.7.8:2") && err.contains(ONE), "{err}");
+    assert!(
+        err.contains("no flow 1.2.3.4:1-5.6.7.8:2") && err.contains(ONE),
+        "{err}"
+    );
     let out = jitterlab()
-        .args([OsStr::new("discover"), trace.as_os_str(), OsStr::new("--flow"), OsStr::new("nonsense")])
+        .args([
+            OsStr::new("discover"),
+            trace.as_os_str(),
+            OsStr::new("--flow"),
+            OsStr::new("nonsense"),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("expected SRC-DST"));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("expected SRC-DST")
+    );
 }
 
 /// The Firefall MMO capture (30,686 UDP datagrams): the two game flows, with tshark's packet
@@ -220,7 +263,11 @@ fn discover_text_says_what_to_paste_and_what_was_not_found() {
 fn discover_on_the_firefall_capture_finds_no_layout() {
     let Some(data) = shared_data() else { return };
     let path = data.join("pcap/themeldingwars_firefall-1869-gameplay.pcapng");
-    let out = json(&[OsStr::new("discover"), path.as_os_str(), OsStr::new("--json")]);
+    let out = json(&[
+        OsStr::new("discover"),
+        path.as_os_str(),
+        OsStr::new("--json"),
+    ]);
     let streams = out["streams"].as_array().unwrap();
     let packets: Vec<(&str, u64)> = streams
         .iter()
@@ -242,7 +289,10 @@ fn discover_on_the_firefall_capture_finds_no_layout() {
             .iter()
             .find(|c| c["offset"] == 0)
             .unwrap();
-        assert_eq!((prefix["field"].as_str(), prefix["type"].as_str()), (Some("type"), Some("u8*4")));
+        assert_eq!(
+            (prefix["field"].as_str(), prefix["type"].as_str()),
+            (Some("type"), Some("u8*4"))
+        );
         assert_eq!(prefix["evidence"]["constant"], "87110628");
     }
     let seq: Vec<&Value> = streams[1]["candidates"]
@@ -252,6 +302,15 @@ fn discover_on_the_firefall_capture_finds_no_layout() {
         .filter(|c| c["field"] == "seq")
         .collect();
     assert_eq!(seq.len(), 1, "{seq:?}");
-    assert_eq!((seq[0]["type"].as_str(), seq[0]["offset"].as_u64()), (Some("u8"), Some(7)));
-    assert!(streams[0]["candidates"].as_array().unwrap().iter().all(|c| c["field"] == "type"));
+    assert_eq!(
+        (seq[0]["type"].as_str(), seq[0]["offset"].as_u64()),
+        (Some("u8"), Some(7))
+    );
+    assert!(
+        streams[0]["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["field"] == "type")
+    );
 }
