@@ -55,6 +55,7 @@ pub mod stats;
 pub mod synth;
 pub mod testdata;
 pub mod time;
+pub mod timing;
 pub mod trace;
 
 pub use decode::{Decoded, Sample, StreamInfo};

@@ -460,6 +460,11 @@ mod tests {
             payload_type: None,
             clock_rate: None,
             channels: vec![],
+            protocol: "probe",
+            lane: None,
+            send_times: true,
+            clock_inferred: None,
+            send_inferred: None,
         }
     }
 

@@ -4,24 +4,138 @@
 use std::fs::File;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use jitterlab_capture::decode::{Collector, DecoderConfig, decode_trace};
+use anyhow::{Context, Result, bail};
+use jitterlab_capture::decode::{Collector, DecoderConfig, FlowSummary, flow};
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
 use jitterlab_capture::spec::parse_share;
-use jitterlab_capture::{Decoded, Format, Header, Reader, Record};
+use jitterlab_capture::trace::Endpoint;
+use jitterlab_capture::{Decoded, Format, Header, Reader, Record, RecordKind, StreamInfo};
 
 /// Decoder options shared by commands that read traces.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct DecodeArgs {
-    /// Payload decoder (default: the one the trace names; rtp for captures): rtp, probe or
-    /// layout:SPEC (e.g. layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3).
+    /// Payload decoder (default: the one the trace names; for captures, each flow judged by
+    /// its packets): auto, rtp, probe, enet, kcp, raknet, udp or layout:SPEC (e.g.
+    /// layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3).
     #[arg(long, value_name = "NAME")]
     pub(crate) decoder: Option<String>,
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable).
     #[arg(long = "clock-rate", value_name = "PT=HZ")]
     pub(crate) clock_rates: Vec<String>,
+    #[command(flatten)]
+    pub(crate) select: Selection,
+}
+
+/// Which streams of a trace or capture a command looks at (every one by default).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Selection {
+    /// Only this stream (by its index in `jitterlab info`).
+    #[arg(long, value_name = "N")]
+    pub(crate) stream: Option<u32>,
+    /// Only the RTP stream(s) with this SSRC (0x1A2B3C4D or decimal).
+    #[arg(long, value_name = "SSRC")]
+    pub(crate) ssrc: Option<String>,
+    /// Only the flow SRC-DST, e.g. 10.0.0.1:5000-10.0.0.2:6000 (as `jitterlab info` lists).
+    #[arg(long, value_name = "SRC-DST")]
+    pub(crate) flow: Option<String>,
+    /// Keep only datagrams this tcpdump-style expression accepts, e.g. "udp port 5004".
+    #[arg(long, value_name = "EXPR")]
+    pub(crate) filter: Option<String>,
+}
+
+impl Selection {
+    /// Whether anything narrows the trace down.
+    pub(crate) fn is_some(&self) -> bool {
+        self.stream.is_some() || self.ssrc.is_some() || self.flow.is_some() || self.filter.is_some()
+    }
+
+    /// The SSRC asked for.
+    pub(crate) fn ssrc(&self) -> Result<Option<u32>> {
+        self.ssrc
+            .as_deref()
+            .map(|text| {
+                let t = text.trim();
+                match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                    Some(hex) => u32::from_str_radix(hex, 16),
+                    None => t.parse(),
+                }
+                .with_context(|| format!("--ssrc '{text}': expected 0x1A2B3C4D or a decimal SSRC"))
+            })
+            .transpose()
+    }
+
+    /// The flow asked for.
+    pub(crate) fn flow(&self) -> Result<Option<(std::net::SocketAddr, std::net::SocketAddr)>> {
+        self.flow
+            .as_deref()
+            .map(|f| Ok(flow::parse_flow(f)?))
+            .transpose()
+    }
+
+    /// Narrows `decoded` (read from `display`) to the selected streams.
+    ///
+    /// # Errors
+    /// A malformed selection, or one that matches no stream.
+    pub(crate) fn apply(&self, decoded: &mut Decoded, display: &str) -> Result<()> {
+        let ssrc = self.ssrc()?;
+        let flow = self.flow()?;
+        if let Some(id) = self.stream
+            && !decoded.streams.iter().any(|s| s.id == id)
+        {
+            bail!(
+                "--stream {id}: {display} has {} stream(s){}",
+                decoded.streams.len(),
+                match decoded.streams.last() {
+                    Some(s) => format!(" (0..={})", s.id),
+                    None => String::new(),
+                }
+            );
+        }
+        if self.stream.is_none() && ssrc.is_none() && flow.is_none() {
+            return Ok(());
+        }
+        let in_flow = |src: Option<Endpoint>, dst: Option<Endpoint>| {
+            flow.is_none_or(|(a, b)| src == Some(Endpoint(a)) && dst == Some(Endpoint(b)))
+        };
+        let keep = |s: &StreamInfo| {
+            self.stream.is_none_or(|id| id == s.id)
+                && ssrc.is_none_or(|x| s.ssrc == Some(x))
+                && in_flow(s.src, s.dst)
+        };
+        let wanted: Vec<(Option<Endpoint>, Option<Endpoint>)> = decoded
+            .streams
+            .iter()
+            .filter(|s| keep(s))
+            .map(|s| (s.src, s.dst))
+            .collect();
+        if wanted.is_empty() {
+            bail!(
+                "{display}: no stream matches {} (`jitterlab info` lists them)",
+                self.describe()
+            );
+        }
+        let keep_flow = |f: &FlowSummary| {
+            in_flow(f.src, f.dst) && (flow.is_some() || wanted.contains(&(f.src, f.dst)))
+        };
+        decoded.retain(keep, Some(&keep_flow));
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(id) = self.stream {
+            parts.push(format!("--stream {id}"));
+        }
+        if let Some(x) = &self.ssrc {
+            parts.push(format!("--ssrc {x}"));
+        }
+        if let Some(f) = &self.flow {
+            parts.push(format!("--flow {f}"));
+        }
+        parts.join(" ")
+    }
 }
 
 /// A pcap/pcapng file read into records.
@@ -95,23 +209,28 @@ pub(crate) fn decode_capture(capture: &Capture, args: &DecodeArgs) -> Result<Dec
     Ok(collector.finish())
 }
 
-/// Reads and decodes a trace file, or a pcap/pcapng capture directly.
+/// Reads and decodes a trace file, or a pcap/pcapng capture directly, narrowed to the
+/// streams `args` selects.
 pub(crate) fn load(path: &Path, args: &DecodeArgs) -> Result<Decoded> {
-    Ok(load_with_capture(path, args, None)?.0)
+    Ok(load_with_capture(path, args)?.0)
 }
 
 /// As [`load`], also returning the capture summary when `path` is a capture.
 pub(crate) fn load_with_capture(
     path: &Path,
     args: &DecodeArgs,
-    filter: Option<&str>,
 ) -> Result<(Decoded, Option<CaptureSummary>)> {
     let display = path.display();
-    if is_capture(path)? {
+    let filter = args
+        .select
+        .filter
+        .as_deref()
+        .map(Filter::parse)
+        .transpose()?;
+    let (mut decoded, summary) = if is_capture(path)? {
         // Decoded as it is read: no copy of the capture is kept. SDP applies to the packets
         // after it, as it does in Wireshark (and in traces imported from the capture).
-        let filter = filter.map(Filter::parse).transpose()?;
-        let header = pcap::header_for("", &CaptureSummary::default(), "rtp");
+        let header = pcap::header_for("", &CaptureSummary::default(), "auto");
         let mut collector = Collector::new(&header, decoder_config(args, &header)?)?;
         let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
         let summary = pcap::read_capture(file, filter.as_ref(), |rec| {
@@ -125,26 +244,48 @@ pub(crate) fn load_with_capture(
         for problem in summary.problems() {
             eprintln!("note: {display}: {problem}");
         }
-        let decoded = collector.finish();
-        warn_skipped(path, &decoded);
-        return Ok((decoded, Some(summary)));
-    }
-    if filter.is_some() {
-        anyhow::bail!("{display}: --filter applies to pcap/pcapng captures, not traces");
-    }
-    let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-    let reader = Reader::new(file).with_context(|| display.to_string())?;
-    let config = decoder_config(args, reader.header())?;
-    let decoded = decode_trace(reader, config).with_context(|| display.to_string())?;
-    if decoded.trailing_bytes > 0 {
-        eprintln!(
-            "warning: {display}: the last {} bytes do not form a whole record (the writer \
-             stopped mid-record); every complete record was read",
-            decoded.trailing_bytes
-        );
-    }
+        (collector.finish(), Some(summary))
+    } else {
+        let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
+        let mut reader = Reader::new(file).with_context(|| display.to_string())?;
+        let config = decoder_config(args, reader.header())?;
+        let mut collector = Collector::new(reader.header(), config)?;
+        let mut unaddressed = 0u64;
+        while let Some(rec) = reader.read_record().with_context(|| display.to_string())? {
+            if let Some(f) = &filter
+                && rec.kind != RecordKind::Stats
+            {
+                match (rec.src, rec.dst) {
+                    (Some(src), Some(dst)) if f.matches(src.0, dst.0) => {}
+                    (Some(_), Some(_)) => continue,
+                    _ => {
+                        unaddressed += 1;
+                        continue;
+                    }
+                }
+            }
+            collector.push(&rec);
+        }
+        let mut decoded = collector.finish();
+        decoded.trailing_bytes = reader.trailing_bytes();
+        if unaddressed > 0 {
+            eprintln!(
+                "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
+                 cannot match them; they were left out"
+            );
+        }
+        if decoded.trailing_bytes > 0 {
+            eprintln!(
+                "warning: {display}: the last {} bytes do not form a whole record (the writer \
+                 stopped mid-record); every complete record was read",
+                decoded.trailing_bytes
+            );
+        }
+        (decoded, None)
+    };
     warn_skipped(path, &decoded);
-    Ok((decoded, None))
+    args.select.apply(&mut decoded, &display.to_string())?;
+    Ok((decoded, summary))
 }
 
 fn warn_skipped(path: &Path, decoded: &Decoded) {

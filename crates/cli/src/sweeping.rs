@@ -56,10 +56,15 @@ pub(crate) fn demo() -> Result<TraceStreams> {
     Ok(TraceStreams::new("demo (embedded)".into(), decoded)?)
 }
 
-/// Decodes a trace file or capture and splits it for replay.
+/// Decodes a trace file or capture and splits it for replay; each stream that cannot be
+/// replayed is named in a one-line note and left out.
 pub(crate) fn open(path: &Path, decode: &DecodeArgs) -> Result<TraceStreams> {
     let decoded = load(path, decode)?;
-    Ok(TraceStreams::new(path.display().to_string(), decoded)?)
+    let streams = TraceStreams::new(path.display().to_string(), decoded)?;
+    for note in &streams.skipped {
+        eprintln!("note: {}: {note}", path.display());
+    }
+    Ok(streams)
 }
 
 /// Loads every trace, reporting unreadable ones by name (skipping them with `keep_going`).

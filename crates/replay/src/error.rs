@@ -73,6 +73,28 @@ pub enum Error {
         /// Its payload type.
         payload_type: u8,
     },
+    /// A stream whose packets carry no send times (a plain UDP flow, a transport that stamps
+    /// none).
+    #[error(
+        "{stream}: no send times to replay ({protocol} carries none; `jitterlab discover` may \
+         find a layout, or --decoder periodic infers them from the arrivals)"
+    )]
+    NoSendTimes {
+        /// The stream's label.
+        stream: String,
+        /// What its flow carries.
+        protocol: &'static str,
+    },
+    /// A trace none of whose streams can be replayed.
+    #[error("{trace}: none of its {streams} stream(s) can be replayed: {reason}")]
+    NothingToReplay {
+        /// The trace's name.
+        trace: String,
+        /// How many streams it has.
+        streams: usize,
+        /// Why the first one cannot.
+        reason: String,
+    },
     /// A trace with nothing to replay.
     #[error("{trace}: the trace holds no decodable packets")]
     NoPackets {

@@ -62,22 +62,41 @@ impl<'a> StreamView<'a> {
     }
 }
 
-/// Whether a stream can be replayed: RTP needs its clock rate for send times.
-fn check(info: &StreamInfo) -> Result<(), Error> {
+/// Whether a stream can be replayed: it needs send times (RTP: a known clock rate).
+///
+/// # Errors
+/// It has none, with what would give them.
+pub fn check(info: &StreamInfo) -> Result<(), Error> {
     if info.has_send_times() {
         Ok(())
-    } else {
+    } else if info.ssrc.is_some() {
         Err(Error::ClockRateUnknown {
             stream: info.label(),
             payload_type: info.payload_type.unwrap_or(0),
         })
+    } else {
+        Err(Error::NoSendTimes {
+            stream: info.label(),
+            protocol: info.protocol,
+        })
     }
 }
 
-/// The views of every stream of `decoded`, or of stream `only`.
+/// Why each stream of `decoded` that cannot be replayed is left out, one line each.
+pub fn unreplayable(decoded: &Decoded) -> Vec<String> {
+    decoded
+        .streams
+        .iter()
+        .filter_map(|info| check(info).err())
+        .map(|e| format!("stream skipped: {e}"))
+        .collect()
+}
+
+/// The views of every stream of `decoded` that can be replayed (see [`unreplayable`] for the
+/// others), or of stream `only`.
 ///
 /// # Errors
-/// `only` names a stream the trace does not have (`trace` names it in the message).
+/// `only` names a stream that cannot be replayed.
 pub fn views<'a>(
     decoded: &'a Decoded,
     only: Option<u32>,
@@ -85,7 +104,10 @@ pub fn views<'a>(
     decoded
         .streams
         .iter()
-        .filter(move |info| only.is_none_or(|id| id == info.id))
+        .filter(move |info| match only {
+            Some(id) => id == info.id,
+            None => check(info).is_ok(),
+        })
         .map(move |info| StreamView::of(decoded, info))
 }
 
@@ -113,8 +135,10 @@ pub struct TraceStreams {
     pub name: String,
     /// The decoded trace.
     pub decoded: Decoded,
-    /// Per stream, in the trace's order.
+    /// Per stream that can be replayed, in the trace's order.
     split: Vec<Split>,
+    /// Why each other stream is left out (see [`unreplayable`]).
+    pub skipped: Vec<String>,
 }
 
 /// One stream of a [`TraceStreams`].
@@ -138,26 +162,25 @@ impl Split {
 }
 
 impl TraceStreams {
-    /// Splits `decoded` into its streams.
+    /// Splits `decoded` into the streams that can be replayed; the others are named in
+    /// [`Self::skipped`].
     ///
     /// # Errors
-    /// No packets, or a stream that cannot be replayed.
+    /// No packets, or no stream that can be replayed (the first reason is given).
     pub fn new(name: String, decoded: Decoded) -> Result<Self, Error> {
         if decoded.samples.is_empty() {
             return Err(Error::NoPackets { trace: name });
         }
         let mut split = Vec::new();
+        let mut first_reason = None;
         for info in &decoded.streams {
-            let view = StreamView::of(&decoded, info).map_err(|e| match e {
-                Error::ClockRateUnknown {
-                    stream,
-                    payload_type,
-                } => Error::ClockRateUnknown {
-                    stream: format!("{name}: {stream}"),
-                    payload_type,
-                },
-                other => other,
-            })?;
+            let view = match StreamView::of(&decoded, info) {
+                Ok(view) => view,
+                Err(e) => {
+                    first_reason.get_or_insert(e);
+                    continue;
+                }
+            };
             let copy = match (view.samples, view.truth) {
                 (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
                 (samples, truth) => Some((samples.into_owned(), truth.into_owned())),
@@ -168,7 +191,15 @@ impl TraceStreams {
                 copy,
             });
         }
+        if split.is_empty() {
+            return Err(Error::NothingToReplay {
+                trace: name,
+                streams: decoded.streams.len(),
+                reason: first_reason.map_or_else(String::new, |e| e.to_string()),
+            });
+        }
         Ok(Self {
+            skipped: unreplayable(&decoded),
             name,
             decoded,
             split,

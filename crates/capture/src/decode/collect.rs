@@ -1,39 +1,68 @@
-//! Records in, a [`Decoded`](super::Decoded) out: the collector behind `decode_trace` and the capture imports.
+//! Records in, a [`Decoded`](super::Decoded) out: the collector behind `decode_trace` and the
+//! capture imports.
+//!
+//! Without a decoder named (captures, and live traces recorded without `--decoder`), each flow
+//! is judged by its first packets (see [`super::flow`]); its packets wait, in arrival order,
+//! until it is decided. Samples come out in arrival order whatever the decisions.
 
-use std::io::Read;
+use std::collections::{HashMap, VecDeque};
 
-use super::{Decoded, DecoderConfig, DecoderKind, StreamDecoder};
+use super::flow::{self, Evidence, FlowClass, FlowSummary};
+use super::stream::{Read, StreamDecoder};
+use super::{Decoded, DecoderConfig, DecoderKind, SendInference, clock};
 use crate::Error;
 use crate::sdp::RtpMap;
-use crate::trace::{Header, Reader, Record, RecordKind};
+use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
 
 /// The most skip reasons kept as examples.
 const MAX_SKIP_EXAMPLES: usize = 5;
 
+/// A flow: one direction of a 5-tuple, apart for received and ground-truth records.
+type FlowKey = (Option<Endpoint>, Option<Endpoint>, bool);
+
+/// What is known of one flow.
+#[derive(Debug)]
+struct Flow {
+    /// How its packets are read, once decided.
+    read: Option<Read>,
+    /// The evidence while undecided.
+    evidence: Option<Evidence>,
+    /// Its summary in [`Decoded::flows`] (received records only).
+    summary: Option<usize>,
+}
+
 /// Decodes records one by one into a [`Decoded`], as [`decode_trace`] and capture imports do.
 #[derive(Debug)]
 pub struct Collector {
-    /// `None` until the first packet when the header names no decoder (live captures without
-    /// `--decoder`): the first payload then picks probe (by its magic) or RTP.
-    decoder: Option<StreamDecoder>,
-    header: Header,
-    channels: Vec<String>,
-    /// Payload maps found before the decoder exists.
-    pending_maps: Vec<RtpMap>,
+    decoder: StreamDecoder,
+    keys: HashMap<FlowKey, usize>,
+    /// The previous record's flow: most records belong to the same flow as the one before.
+    last: Option<(FlowKey, usize)>,
+    flows: Vec<Flow>,
+    /// Records whose flow is undecided, and those after them, in arrival order, with their
+    /// index in the input and flow.
+    waiting: VecDeque<(Record, u64, usize)>,
     out: Decoded,
+    /// Samples of the record being decoded.
+    buf: Vec<super::Sample>,
     records: u64,
 }
 
 impl Collector {
-    /// A collector for a trace with `header`; `config` overrides the decoder it names.
+    /// A collector for a trace with `header`; `config` overrides the decoder it names. A
+    /// header that names none (and no `config`) has every flow judged by its packets.
     ///
     /// # Errors
-    /// The header names no usable decoder and none is given.
+    /// The header names an unknown decoder.
     pub fn new(header: &Header, config: Option<DecoderConfig>) -> Result<Self, Error> {
         let config = match config {
-            Some(c) => Some(c),
-            None if header.decoder.is_none() => None,
-            None => Some(DecoderConfig::from_header(header)?),
+            Some(c) => c,
+            None if header.decoder.is_none() => {
+                let mut c = DecoderConfig::new(DecoderKind::Auto);
+                c.add_hints(header);
+                c
+            }
+            None => DecoderConfig::from_header(header)?,
         };
         let mut channels: Vec<String> = header
             .hints
@@ -45,29 +74,90 @@ impl Collector {
                     .collect()
             })
             .unwrap_or_default();
-        if let Some(DecoderKind::Layout(l)) = config.as_ref().map(|c| &c.kind)
+        if let DecoderKind::Layout(l) = &config.kind
             && channels.is_empty()
         {
             channels = l.channels();
         }
         Ok(Self {
-            decoder: config.map(|c| StreamDecoder::new(c, channels.clone())),
-            header: header.clone(),
-            channels,
-            pending_maps: Vec::new(),
+            decoder: StreamDecoder::new(config, channels),
+            keys: HashMap::new(),
+            last: None,
+            flows: Vec::new(),
+            waiting: VecDeque::new(),
             out: Decoded::default(),
+            buf: Vec::new(),
             records: 0,
         })
     }
 
     /// Adds payload maps found while reading (see [`StreamDecoder::add_rtpmaps`]).
     pub fn add_rtpmaps(&mut self, maps: Vec<RtpMap>) {
-        if maps.is_empty() {
-            return;
+        if !maps.is_empty() {
+            self.decoder.add_rtpmaps(maps);
         }
-        match &mut self.decoder {
-            Some(d) => d.add_rtpmaps(maps),
-            None => self.pending_maps.extend(maps),
+    }
+
+    /// How a flow is read when the decoder is named (`None` for `auto`: judged by evidence).
+    fn named_read(&self) -> Option<(Read, &'static str)> {
+        Some(match &self.decoder.config().kind {
+            DecoderKind::Rtp => (Read::Media, "rtp"),
+            DecoderKind::Probe => (Read::Probe, "probe"),
+            DecoderKind::Layout(_) => (Read::Layout, "layout"),
+            DecoderKind::Transport(t) => (Read::Transport(*t), t.name()),
+            DecoderKind::Udp => (Read::Plain, "udp"),
+            DecoderKind::Periodic => (Read::Plain, "periodic"),
+            DecoderKind::Auto => return None,
+        })
+    }
+
+    fn flow_of(&mut self, rec: &Record) -> usize {
+        let key = (rec.src, rec.dst, rec.kind() == RecordKind::Sent);
+        if let Some((k, i)) = self.last
+            && k == key
+        {
+            return i;
+        }
+        let i = match self.keys.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.flows.len();
+                let summary = (!key.2).then(|| {
+                    self.out.flows.push(FlowSummary::new(rec.src, rec.dst));
+                    self.out.flows.len() - 1
+                });
+                let named = self.named_read();
+                if let (Some(s), Some((_, name))) = (summary, named) {
+                    self.out.flows[s].protocol = name;
+                }
+                self.flows.push(Flow {
+                    read: named.map(|(r, _)| r),
+                    evidence: named.is_none().then(Evidence::new),
+                    summary,
+                });
+                self.keys.insert(key, i);
+                i
+            }
+        };
+        self.last = Some((key, i));
+        i
+    }
+
+    /// Decides flow `i` on the evidence it has.
+    fn decide(&mut self, i: usize) {
+        let flow = &mut self.flows[i];
+        let Some(evidence) = flow.evidence.take() else {
+            return;
+        };
+        let (read, name) = match evidence.decide() {
+            FlowClass::Media => (Read::Media, evidence.media_name()),
+            FlowClass::Probe => (Read::Probe, "probe"),
+            FlowClass::Transport(t) => (Read::Transport(t), t.name()),
+            FlowClass::Udp => (Read::Plain, "udp"),
+        };
+        flow.read = Some(read);
+        if let Some(s) = flow.summary {
+            self.out.flows[s].protocol = name;
         }
     }
 
@@ -75,8 +165,7 @@ impl Collector {
     pub fn push(&mut self, rec: &Record) {
         let index = self.records;
         self.records += 1;
-        let kind = rec.kind();
-        match kind {
+        match rec.kind() {
             RecordKind::Other(_) => {
                 self.out.unknown_records += 1;
                 return;
@@ -90,17 +179,67 @@ impl Collector {
             }
             RecordKind::Received | RecordKind::Sent => {}
         }
-        let (channels, header, pending) = (&self.channels, &self.header, &mut self.pending_maps);
-        let decoder = self.decoder.get_or_insert_with(|| {
-            let mut config = DecoderConfig::sniff(&rec.payload);
-            config.add_hints(header);
-            config.rtpmaps.append(pending);
-            StreamDecoder::new(config, channels.clone())
+        let i = self.flow_of(rec);
+        if let Some(s) = self.flows[i].summary {
+            let summary = &mut self.out.flows[s];
+            summary.packets += 1;
+            summary.bytes += u64::from(rec.orig_len.max(rec.payload.len() as u32));
+            summary.first = summary.first.min(rec.time);
+            summary.last = summary.last.max(rec.time);
+        }
+        if let Some(e) = &mut self.flows[i].evidence {
+            e.push(&rec.payload);
+            if e.packets() >= flow::EVIDENCE {
+                self.decide(i);
+            }
+        }
+        if self.waiting.is_empty() && self.flows[i].read.is_some() {
+            self.decode(rec, index, i);
+            return;
+        }
+        self.waiting.push_back((rec.clone(), index, i));
+        if self.waiting.len() > flow::MAX_WAITING
+            && let Some(&(_, _, oldest)) = self.waiting.front()
+        {
+            self.decide(oldest);
+        }
+        self.drain();
+    }
+
+    /// Decodes the waiting records whose flows are decided, up to the first that is not.
+    fn drain(&mut self) {
+        while let Some((_, _, i)) = self.waiting.front() {
+            if self.flows[*i].read.is_none() {
+                return;
+            }
+            if let Some((rec, index, i)) = self.waiting.pop_front() {
+                self.decode(&rec, index, i);
+            }
+        }
+    }
+
+    fn decode(&mut self, rec: &Record, index: u64, i: usize) {
+        let Some(read) = self.flows[i].read else {
+            return;
+        };
+        let summary = self.flows[i].summary;
+        let flows = &mut self.out.flows;
+        let result = self.decoder.decode_all(read, rec, &mut self.buf, |what| {
+            if let Some(s) = summary {
+                *flows[s].counted.entry(what).or_default() += 1;
+            }
         });
-        match decoder.decode(rec) {
-            Ok(sample) if kind == RecordKind::Sent => self.out.truth.push(sample),
-            Ok(sample) => self.out.samples.push(sample),
+        match result {
+            Ok(()) if rec.kind() == RecordKind::Sent => self.out.truth.append(&mut self.buf),
+            Ok(()) => self.out.samples.append(&mut self.buf),
             Err(err) => {
+                self.buf.clear();
+                if let Some(s) = summary {
+                    let f = &mut self.out.flows[s];
+                    f.skipped += 1;
+                    f.skip_example
+                        .get_or_insert_with(|| format!("record {index}: {err}"));
+                }
                 self.out.skipped += 1;
                 if self.out.skip_examples.len() < MAX_SKIP_EXAMPLES {
                     self.out
@@ -111,13 +250,164 @@ impl Collector {
         }
     }
 
-    /// The decoded trace.
+    /// The decoded trace: every flow decided, every waiting record decoded, and clock rates
+    /// inferred for RTP streams that have none.
     pub fn finish(mut self) -> Decoded {
-        self.out.streams = self
-            .decoder
-            .map(StreamDecoder::into_streams)
-            .unwrap_or_default();
+        for i in 0..self.flows.len() {
+            self.decide(i);
+        }
+        self.drain();
+        let judged = matches!(self.decoder.config().kind, DecoderKind::Auto);
+        let (streams, unstamped) = self.decoder.into_parts();
+        self.out.streams = streams;
+        infer_sends(&mut self.out, &unstamped);
+        tidy_streams(&mut self.out, judged);
+        infer_clock_rates(&mut self.out);
         self.out
+    }
+}
+
+/// Send times for streams whose packets do not all carry one: a transport's lanes that
+/// number every message but stamp few or none (from their sequence numbers), and the flows
+/// read with `--decoder periodic` (from their arrivals). Runs before any renumbering, while
+/// stream ids are indices.
+fn infer_sends(out: &mut Decoded, unstamped: &[bool]) {
+    for id in 0..out.streams.len() {
+        let info = &out.streams[id];
+        let periodic = info.protocol == "periodic";
+        if !periodic && !unstamped.get(id).copied().unwrap_or(false) {
+            continue;
+        }
+        let at: Vec<usize> = (0..out.samples.len())
+            .filter(|&i| out.samples[i].stream as usize == id)
+            .collect();
+        let inferred = if periodic {
+            let mut mine: Vec<super::Sample> = at.iter().map(|&i| out.samples[i].clone()).collect();
+            let estimate = super::periodic::assign(&mut mine);
+            for (&i, s) in at.iter().zip(mine) {
+                out.samples[i] = s;
+            }
+            estimate.map_or(SendInference::NoPeriod, SendInference::Periodic)
+        } else {
+            let points: Vec<(i64, crate::Nanos)> = at
+                .iter()
+                .map(|&i| (out.samples[i].seq, out.samples[i].arrival))
+                .collect();
+            let rate = clock::envelope_slope(&points);
+            if points.len() < clock::MIN_PACKETS || rate <= 0.0 {
+                out.streams[id].send_times = false;
+                continue;
+            }
+            let period_ns = 1e9 / rate;
+            for &i in &at {
+                let s = &mut out.samples[i];
+                s.send = crate::Nanos((s.seq as f64 * period_ns).round() as i64);
+            }
+            SendInference::Sequence { period_ns }
+        };
+        let info = &mut out.streams[id];
+        info.send_times = !matches!(inferred, SendInference::NoPeriod);
+        info.send_inferred = Some(inferred);
+    }
+}
+
+/// When flows were `judged` (no decoder named), drops the RTP "streams" of a few packets that
+/// appear inside a media flow (random payloads whose first byte falls in RTP's range parse as
+/// RTP, each with a new SSRC), counting their packets as skipped on their flow with the reason
+/// (`--decoder rtp` keeps every SSRC, as asked); then numbers the streams decoded from
+/// packets (RTP, probe, layout, transports) before the plain UDP flows, each group in order of
+/// first appearance: a capture's media keep the numbers they had when nothing but media made
+/// a stream, and signalling flows (SIP, DNS) come last.
+fn tidy_streams(out: &mut Decoded, judged: bool) {
+    let mut counts = vec![0usize; out.streams.len()];
+    for s in &out.samples {
+        counts[s.stream as usize] += 1;
+    }
+    let stray = |info: &super::StreamInfo| {
+        judged && info.protocol == "rtp" && counts[info.id as usize] < flow::MIN_RTP_PACKETS
+    };
+    for info in out.streams.iter().filter(|i| stray(i)) {
+        let n = counts[info.id as usize] as u64;
+        let why = format!(
+            "{}: {n} packet(s) of stray SSRC {:#010X}, too few for a stream (not RTP)",
+            info.flow(),
+            info.ssrc.unwrap_or(0)
+        );
+        out.skipped += n;
+        if let Some(f) = out
+            .flows
+            .iter_mut()
+            .find(|f| f.src == info.src && f.dst == info.dst)
+        {
+            f.skipped += n;
+            f.skip_example.get_or_insert_with(|| why.clone());
+        }
+        if out.skip_examples.len() < MAX_SKIP_EXAMPLES {
+            out.skip_examples.push(why);
+        }
+    }
+    let plain = |s: &super::StreamInfo| s.protocol == "udp";
+    let mut order: Vec<usize> = (0..out.streams.len())
+        .filter(|&i| !stray(&out.streams[i]))
+        .collect();
+    order.sort_by_key(|&i| plain(&out.streams[i]));
+    if order.iter().enumerate().all(|(new, &old)| new == old) && order.len() == out.streams.len() {
+        return;
+    }
+    let mut new_id = vec![u32::MAX; out.streams.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_id[old] = new as u32;
+    }
+    let mut streams: Vec<Option<super::StreamInfo>> = std::mem::take(&mut out.streams)
+        .into_iter()
+        .map(Some)
+        .collect();
+    out.streams = order
+        .iter()
+        .enumerate()
+        .filter_map(|(new, &old)| {
+            let mut info = streams[old].take()?;
+            info.id = new as u32;
+            Some(info)
+        })
+        .collect();
+    for list in [&mut out.samples, &mut out.truth] {
+        list.retain(|s| new_id[s.stream as usize] != u32::MAX);
+        for s in list.iter_mut() {
+            s.stream = new_id[s.stream as usize];
+        }
+    }
+}
+
+/// For each RTP stream whose clock rate is unknown (a dynamic payload type with no
+/// `--clock-rate` and no SDP), infers it from the stream's timestamps and, when one is found,
+/// gives its samples their send times (not a Wireshark clock: its figures stay as tshark's).
+fn infer_clock_rates(out: &mut Decoded) {
+    for info in &mut out.streams {
+        let (None, Some(pt)) = (info.clock_rate, info.payload_type) else {
+            continue;
+        };
+        if info.ssrc.is_none() {
+            continue;
+        }
+        let points: Vec<(i64, crate::Nanos)> = out
+            .samples
+            .iter()
+            .filter(|s| s.stream == info.id && s.payload_type == Some(pt))
+            .map(|s| (s.rtp_timestamp, s.arrival))
+            .collect();
+        let inferred = clock::infer(&points);
+        info.clock_inferred = Some(inferred);
+        let Some(hz) = inferred.hz else {
+            continue;
+        };
+        info.clock_rate = Some(hz);
+        for s in out.samples.iter_mut().chain(out.truth.iter_mut()) {
+            if s.stream == info.id && s.payload_type == Some(pt) {
+                // `rtp_clock` stays 0: Wireshark's figures know no rate here either.
+                s.send = super::stream::send_time(s.rtp_timestamp, hz);
+            }
+        }
     }
 }
 
@@ -126,8 +416,8 @@ impl Collector {
 /// `config` overrides the decoder named in the header.
 ///
 /// # Errors
-/// Trace read errors ([`Error::CorruptRecord`], I/O) and a header with no usable decoder.
-pub fn decode_trace<R: Read>(
+/// Trace read errors ([`Error::CorruptRecord`], I/O) and a header naming an unknown decoder.
+pub fn decode_trace<R: std::io::Read>(
     mut reader: Reader<R>,
     config: Option<DecoderConfig>,
 ) -> Result<Decoded, Error> {

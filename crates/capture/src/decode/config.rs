@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::transport::Transport;
 use super::{layout, probe, rtp};
 use crate::Error;
 use crate::sdp::{self, RtpMap};
@@ -17,7 +18,20 @@ pub enum DecoderKind {
     Probe,
     /// Fields at fixed offsets (`layout:SPEC`).
     Layout(Box<layout::Layout>),
+    /// A game transport's own framing (`enet`, `kcp`, `raknet`).
+    Transport(Transport),
+    /// Plain UDP: sizes and arrival times only, no send times.
+    Udp,
+    /// Plain UDP with send times inferred from the arrivals of a periodic sender (see
+    /// [`super::periodic`]).
+    Periodic,
+    /// Each flow judged by its packets (`auto`, the default for captures): RTP, RTCP, STUN,
+    /// DTLS, probe, a game transport or plain UDP (see [`super::flow`]).
+    Auto,
 }
+
+/// The decoder names [`DecoderConfig::parse`] takes, for messages.
+pub const DECODER_NAMES: &str = "auto, rtp, probe, enet, kcp, raknet, udp, periodic, layout:SPEC";
 
 /// A decoder choice plus its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,14 +54,21 @@ impl DecoderConfig {
         }
     }
 
-    /// Parses a decoder name: `rtp`, `probe` or `layout:SPEC`.
+    /// Parses a decoder name: `auto`, `rtp`, `probe`, `enet`, `kcp`, `raknet`, `udp`,
+    /// `periodic` or `layout:SPEC`.
     ///
     /// # Errors
     /// An unknown name, with the list of known ones, or a bad layout.
     pub fn parse(name: &str) -> Result<Self, Error> {
+        if let Some(t) = Transport::from_name(name) {
+            return Ok(Self::new(DecoderKind::Transport(t)));
+        }
         match name {
+            "auto" => Ok(Self::new(DecoderKind::Auto)),
             "rtp" => Ok(Self::new(DecoderKind::Rtp)),
             "probe" => Ok(Self::new(DecoderKind::Probe)),
+            "udp" => Ok(Self::new(DecoderKind::Udp)),
+            "periodic" => Ok(Self::new(DecoderKind::Periodic)),
             other => match other.strip_prefix("layout:") {
                 Some(spec) => Ok(Self::new(DecoderKind::Layout(Box::new(
                     layout::Layout::parse(spec)?,
@@ -55,7 +76,7 @@ impl DecoderConfig {
                 None => Err(Error::Unknown {
                     what: "decoder",
                     name: other.to_owned(),
-                    known: "rtp, probe, layout:SPEC".to_owned(),
+                    known: DECODER_NAMES.to_owned(),
                 }),
             },
         }
@@ -77,6 +98,10 @@ impl DecoderConfig {
             DecoderKind::Rtp => "rtp".to_owned(),
             DecoderKind::Probe => "probe".to_owned(),
             DecoderKind::Layout(l) => format!("layout:{}", l.spec()),
+            DecoderKind::Transport(t) => t.name().to_owned(),
+            DecoderKind::Udp => "udp".to_owned(),
+            DecoderKind::Periodic => "periodic".to_owned(),
+            DecoderKind::Auto => "auto".to_owned(),
         }
     }
 

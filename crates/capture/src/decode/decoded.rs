@@ -1,6 +1,6 @@
 //! A decoded trace: every stream, its samples and ground truth, and what was skipped.
 
-use super::{Sample, StreamInfo};
+use super::{FlowSummary, Sample, StreamInfo};
 use std::borrow::Cow;
 
 /// A trace decoded into samples, per stream.
@@ -8,6 +8,9 @@ use std::borrow::Cow;
 pub struct Decoded {
     /// Every stream seen, in order of first appearance.
     pub streams: Vec<StreamInfo>,
+    /// Every flow of received packets (one direction of a 5-tuple), in order of first
+    /// appearance: what it is and what was counted apart.
+    pub flows: Vec<FlowSummary>,
     /// Received samples in arrival (file) order.
     pub samples: Vec<Sample>,
     /// Ground-truth samples (as sent), in file order; empty when the trace has none.
@@ -40,6 +43,28 @@ impl Decoded {
     /// copy of that stream's, in arrival order.
     pub fn samples_of(&self, stream: u32) -> Cow<'_, [Sample]> {
         only_stream(&self.samples, stream)
+    }
+
+    /// Keeps the streams `keep` accepts (their ids unchanged, so `--stream N` names the same
+    /// stream before and after) with their samples and truth, and the flows they belong to
+    /// (every flow when `keep_flow` is `None`, else those it accepts).
+    pub fn retain(
+        &mut self,
+        keep: impl Fn(&StreamInfo) -> bool,
+        keep_flow: Option<&dyn Fn(&FlowSummary) -> bool>,
+    ) {
+        let kept: std::collections::HashSet<u32> = self
+            .streams
+            .iter()
+            .filter(|s| keep(s))
+            .map(|s| s.id)
+            .collect();
+        self.streams.retain(|s| kept.contains(&s.id));
+        self.samples.retain(|s| kept.contains(&s.stream));
+        self.truth.retain(|s| kept.contains(&s.stream));
+        if let Some(keep_flow) = keep_flow {
+            self.flows.retain(|f| keep_flow(f));
+        }
     }
 
     /// The ground-truth samples of one stream as a slice, borrowed as [`Self::samples_of`].

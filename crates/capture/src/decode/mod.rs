@@ -5,10 +5,13 @@
 //! (`layout:SPEC`, fields at fixed offsets). A packet a decoder cannot read is counted and skipped, never silently
 //! dropped: see [`Decoded::skipped`].
 
+pub mod clock;
 mod collect;
 mod config;
 mod decoded;
+pub mod flow;
 pub mod layout;
+pub mod periodic;
 pub mod probe;
 pub mod rtp;
 mod sample;
@@ -16,10 +19,13 @@ mod stream;
 pub mod transport;
 
 pub use collect::{Collector, decode_trace};
-pub use config::{DecoderConfig, DecoderKind};
+pub use config::{DECODER_NAMES, DecoderConfig, DecoderKind};
 pub use decoded::Decoded;
+pub use flow::FlowSummary;
 pub(crate) use sample::in_range;
-pub use sample::{DecodeError, Lifecycle, MAX_MAGNITUDE, Sample, StreamInfo};
+pub use sample::{
+    ClockInference, DecodeError, Lifecycle, MAX_MAGNITUDE, Sample, SendInference, StreamInfo,
+};
 pub use stream::StreamDecoder;
 
 #[cfg(test)]

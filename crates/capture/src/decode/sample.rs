@@ -121,7 +121,7 @@ impl Sample {
 }
 
 /// What identifies a stream and what is known about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StreamInfo {
     /// The stream's index, as used in [`Sample::stream`].
     pub id: u32,
@@ -139,19 +139,80 @@ pub struct StreamInfo {
     pub clock_rate: Option<u32>,
     /// Value channel names, from the trace's `channels` hint.
     pub channels: Vec<String>,
+    /// What the stream's flow carries: `rtp`, `probe`, `layout`, `enet`, `kcp`, `raknet`,
+    /// `periodic` or `udp`.
+    pub protocol: &'static str,
+    /// Within a transport's flow, the lane this stream counts in (`channel 1 unreliable`).
+    pub lane: Option<String>,
+    /// Whether the packets carry send times (probe, layout, a transport's stamp, periodic
+    /// inference); for RTP, the clock rate decides.
+    pub send_times: bool,
+    /// The clock rate inferred from RTP timestamps against arrival times, when neither
+    /// `--clock-rate`, SDP nor the static table gave one.
+    pub clock_inferred: Option<ClockInference>,
+    /// How send times were inferred, when the packets carry none of their own.
+    pub send_inferred: Option<SendInference>,
+}
+
+/// Send times inferred for a stream whose packets do not carry them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SendInference {
+    /// From the stream's sequence numbers: message `n` sent at `n × period` (a transport
+    /// that numbers every message but stamps few, as ENet's unreliable ones, or none, as
+    /// RakNet's).
+    Sequence {
+        /// The period, fitted to the lower envelope of arrivals against sequence numbers, ns.
+        period_ns: f64,
+    },
+    /// From the arrivals alone (`--decoder periodic`; see [`super::periodic`]).
+    Periodic(super::periodic::Estimate),
+    /// `--decoder periodic` found no period: the stream has no send times.
+    NoPeriod,
+}
+
+/// A media clock rate inferred from a stream's RTP timestamps against its arrival times, with
+/// its evidence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockInference {
+    /// The standard rate taken (8, 16, 32, 44.1, 48 or 90 kHz); `None` when the measurement
+    /// is near none of them, or the stream is too short to tell: no rate is made up.
+    pub hz: Option<u32>,
+    /// The measured rate: RTP timestamp units per second of arrival time (median of slopes).
+    pub measured_hz: u32,
+    /// The standard rate nearest the measurement.
+    pub nearest_hz: u32,
+    /// Packets the measurement used.
+    pub packets: u64,
+    /// The arrival-time span they cover, ms.
+    pub span_ms: u64,
 }
 
 impl StreamInfo {
     /// Whether send times are meaningful (the clock rate is known, or the decoder carries times).
     pub fn has_send_times(&self) -> bool {
-        self.ssrc.is_none() || self.clock_rate.is_some()
+        if self.ssrc.is_some() {
+            self.clock_rate.is_some()
+        } else {
+            self.send_times
+        }
     }
 
-    /// A short human label: `ssrc 0x1A2B3C4D 10.0.0.1:5004→10.0.0.2:5004` or `probe 3`.
+    /// `SRC-DST`, as `--flow` takes it.
+    pub fn flow(&self) -> String {
+        super::flow::flow_label(self.src, self.dst)
+    }
+
+    /// A short human label: `ssrc 0x1A2B3C4D 10.0.0.1:5004→10.0.0.2:5004`, `probe 3`,
+    /// `enet channel 0 unreliable …` or `udp …`.
     pub fn label(&self) -> String {
-        let mut s = match (self.ssrc, self.probe_stream) {
-            (Some(ssrc), _) => format!("ssrc {ssrc:#010X}"),
-            (None, Some(p)) => format!("probe {p}"),
+        let mut s = match (self.ssrc, self.probe_stream, &self.lane) {
+            (Some(ssrc), _, _) => format!("ssrc {ssrc:#010X}"),
+            (None, _, Some(lane)) => format!("{} {lane}", self.protocol),
+            (None, Some(p), None) if self.protocol == "probe" => format!("probe {p}"),
+            (None, Some(p), None) if self.protocol == "layout" && p != 0 => {
+                format!("layout stream {p}")
+            }
+            (None, _, None) if self.protocol != "probe" => self.protocol.to_owned(),
             _ => format!("stream {}", self.id),
         };
         if let (Some(src), Some(dst)) = (self.src, self.dst) {

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use jitterlab_capture::decode::flow;
 use jitterlab_capture::discover::{
     self, Analysis, CONFIDENCE, Candidate, Discovery, Evidence, Role, discover,
 };
@@ -61,7 +61,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let display = args.trace.display();
     let chosen: Vec<usize> = match (&args.flow, args.stream) {
         (Some(spec), _) => {
-            let (src, dst) = parse_flow(spec)?;
+            let (src, dst) = flow::parse_flow(spec)?;
             let i = flows
                 .iter()
                 .position(|f| f.src.map(|e| e.0) == Some(src) && f.dst.map(|e| e.0) == Some(dst))
@@ -129,15 +129,6 @@ fn list(flows: &[Flow]) -> String {
         .collect();
     let more = if flows.len() > 5 { ", ..." } else { "" };
     format!("{}{more}", names.join(", "))
-}
-
-fn parse_flow(spec: &str) -> Result<(SocketAddr, SocketAddr)> {
-    let bad = || format!("--flow '{spec}': expected SRC-DST, e.g. 10.0.0.1:5000-10.0.0.2:6000");
-    let (src, dst) = spec.split_once('-').with_context(bad)?;
-    Ok((
-        src.trim().parse().with_context(bad)?,
-        dst.trim().parse().with_context(bad)?,
-    ))
 }
 
 /// Reads the received packets of a capture or trace, grouped by (src, dst) in order of first

@@ -10,7 +10,7 @@ use jitterlab_capture::import::import_csv;
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::{Format, RecordKind, Writer};
 
-use crate::input::{DecodeArgs, decode_capture, read_capture, sniff};
+use crate::input::{DecodeArgs, Selection, decode_capture, read_capture, sniff};
 
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]
@@ -24,12 +24,12 @@ pub(crate) struct Args {
     /// Overwrite OUT if it exists.
     #[arg(long)]
     force: bool,
-    /// Keep only datagrams this tcpdump-style expression accepts, e.g. "udp port 5004"
-    /// (captures only).
-    #[arg(long, value_name = "EXPR")]
-    filter: Option<String>,
-    /// The payload decoder the trace names (captures only): rtp (default), probe or
-    /// layout:SPEC, e.g. layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3.
+    /// Which datagrams to import (captures only): --stream, --ssrc, --flow, --filter.
+    #[command(flatten)]
+    select: Selection,
+    /// The payload decoder the trace names (captures only): auto (default: each flow judged
+    /// by its packets), rtp, probe, enet, kcp, raknet, udp or layout:SPEC, e.g.
+    /// layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3.
     #[arg(long, value_name = "NAME")]
     decoder: Option<String>,
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable; stored in the
@@ -44,8 +44,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if format.is_some_and(Format::is_capture) {
         return import_capture(args);
     }
-    if args.filter.is_some() || args.decoder.is_some() || !args.clock_rates.is_empty() {
-        bail!("{display}: --filter, --decoder and --clock-rate apply to pcap/pcapng captures");
+    if args.select.is_some() || args.decoder.is_some() || !args.clock_rates.is_empty() {
+        bail!(
+            "{display}: --stream, --ssrc, --flow, --filter, --decoder and --clock-rate apply \
+             to pcap/pcapng captures"
+        );
     }
     if format == Some(Format::Trace) {
         bail!("{display}: this is already a jitterlab trace");
@@ -86,7 +89,7 @@ fn import_capture(args: &Args) -> Result<()> {
     let display = args.input.display();
     let decoder = match &args.decoder {
         Some(name) => DecoderConfig::parse(name)?.name(),
-        None => "rtp".to_owned(),
+        None => "auto".to_owned(),
     };
     // Check the clock rates before reading anything.
     let mut check = DecoderConfig::parse(&decoder)?;
@@ -94,15 +97,35 @@ fn import_capture(args: &Args) -> Result<()> {
         check.add_clock_rate(spec)?;
     }
     let out = AtomicFile::create(&args.output, args.force)?;
-    let mut capture = read_capture(&args.input, args.filter.as_deref(), &decoder)?;
+    let mut capture = read_capture(&args.input, args.select.filter.as_deref(), &decoder)?;
     for (pt, hz) in &check.clock_rates {
         capture
             .header
             .hints
             .insert(format!("clock_rate.{pt}"), hz.to_string());
     }
-    let decoded =
+    let mut decoded =
         decode_capture(&capture, &DecodeArgs::default()).with_context(|| display.to_string())?;
+    if args.select.stream.is_some() || args.select.ssrc.is_some() || args.select.flow.is_some() {
+        // Keep the datagrams of the selected streams' flows (of their SSRCs, for RTP).
+        args.select.apply(&mut decoded, &display.to_string())?;
+        let kept: Vec<_> = decoded
+            .streams
+            .iter()
+            .map(|s| (s.src, s.dst, s.ssrc))
+            .collect();
+        capture.records.retain(|r| {
+            kept.iter().any(|&(src, dst, ssrc)| {
+                src == r.src
+                    && dst == r.dst
+                    && ssrc.is_none_or(|x| r.payload.get(8..12) == Some(&x.to_be_bytes()[..]))
+            })
+        });
+        capture.header.notes.push(format!(
+            "only the datagrams of {} stream(s) selected on import",
+            decoded.streams.len()
+        ));
+    }
     let mut writer = Writer::new(out, &capture.header)?;
     for record in &capture.records {
         writer.write(record)?;
@@ -113,7 +136,7 @@ fn import_capture(args: &Args) -> Result<()> {
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     eprintln!(
         "imported {} UDP datagrams ({} frames) from {display} into {}: {} stream(s) with the {decoder} decoder{}",
-        capture.summary.udp,
+        capture.records.len(),
         capture.summary.frames,
         args.output.display(),
         decoded.streams.len(),

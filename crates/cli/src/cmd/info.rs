@@ -4,8 +4,11 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
+use jitterlab_capture::decode::periodic::{self, Estimate};
+use jitterlab_capture::decode::{FlowSummary, SendInference};
 use jitterlab_capture::pcap::CaptureSummary;
 use jitterlab_capture::stats::{StreamStats, stream_stats};
+use jitterlab_capture::timing::{Timing, timing};
 use jitterlab_capture::{Decoded, StreamInfo};
 use serde_json::{Value, json};
 
@@ -16,9 +19,6 @@ use crate::input::{DecodeArgs, load_with_capture};
 pub(crate) struct Args {
     /// The trace, or a pcap/pcapng capture, to describe.
     trace: PathBuf,
-    /// For captures: keep only datagrams this tcpdump-style expression accepts.
-    #[arg(long, value_name = "EXPR")]
-    filter: Option<String>,
     /// Print JSON (the shape scripts rely on) instead of a table.
     #[arg(long)]
     json: bool,
@@ -27,7 +27,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let (decoded, capture) = load_with_capture(&args.trace, &args.decode, args.filter.as_deref())?;
+    let (decoded, capture) = load_with_capture(&args.trace, &args.decode)?;
     let stats = stream_stats(&decoded);
     let mut out = io::stdout().lock();
     if args.json {
@@ -63,8 +63,29 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             }
         )?;
     }
+    write_flows(&mut out, &decoded.flows)?;
     for (info, s) in decoded.streams.iter().zip(&stats) {
         writeln!(out, "\nstream {} ({})", info.id, info.label())?;
+        if !info.has_send_times() && info.ssrc.is_none() {
+            write_timing(
+                &mut out,
+                &stream_timing(&decoded, info),
+                flow_of(&decoded, info),
+            )?;
+            match plain_period(&decoded, info) {
+                Some(e) => writeln!(out, "  send period (inferred): {}", describe_period(&e))?,
+                None => writeln!(
+                    out,
+                    "  send period: none found (not a periodic sender, or too few packets)"
+                )?,
+            }
+            writeln!(
+                out,
+                "  no sequence numbers or send times: loss and jitter unknown (try `jitterlab \
+                 discover`, or --decoder periodic)"
+            )?;
+            continue;
+        }
         writeln!(
             out,
             "  packets {:>8}   duration {:>9.3} s   rate {:>8.2} pkt/s",
@@ -72,6 +93,29 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             s.duration().as_secs_f64(),
             s.mean_rate()
         )?;
+        if let Some(inferred) = &info.send_inferred {
+            writeln!(out, "  {}", describe_send(inferred))?;
+        }
+        if let Some(c) = info.clock_inferred {
+            match c.hz {
+                Some(hz) => writeln!(
+                    out,
+                    "  clock {hz} Hz, inferred: timestamps advance {} units/s over {} packets and {:.1} s (pass --clock-rate {}={hz} to set it)",
+                    c.measured_hz,
+                    c.packets,
+                    c.span_ms as f64 / 1e3,
+                    info.payload_type.unwrap_or(0)
+                )?,
+                None => writeln!(
+                    out,
+                    "  clock unknown: timestamps advance {} units/s over {} packets and {:.1} s, not clearly a standard rate (nearest {} Hz)",
+                    c.measured_hz,
+                    c.packets,
+                    c.span_ms as f64 / 1e3,
+                    c.nearest_hz
+                )?,
+            }
+        }
         writeln!(
             out,
             "  lost    {:>8}   duplicates {:>7}   reordered {:>6}",
@@ -111,9 +155,193 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-fn stream_json(info: &StreamInfo, s: &StreamStats) -> Value {
+/// The flows of the capture, one line each, with what was counted apart.
+fn write_flows(out: &mut impl Write, flows: &[FlowSummary]) -> io::Result<()> {
+    if flows.is_empty() || (flows.len() == 1 && flows[0].src.is_none()) {
+        return Ok(());
+    }
+    writeln!(out, "\n{} flow(s):", flows.len())?;
+    for f in flows {
+        let rate = if f.duration().0 > 0 {
+            f.packets as f64 / f.duration().as_secs_f64()
+        } else {
+            0.0
+        };
+        let mut extra: Vec<String> = f.counted.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        if f.skipped > 0 {
+            extra.push(format!("skipped {}", f.skipped));
+        }
+        writeln!(
+            out,
+            "  {:<47} {:<8} {:>8} pkts {:>10} bytes {:>8.2} pkt/s{}",
+            f.label(),
+            f.protocol,
+            f.packets,
+            f.bytes,
+            rate,
+            if extra.is_empty() {
+                String::new()
+            } else {
+                format!("   counted apart: {}", extra.join(", "))
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// The flow a stream belongs to.
+fn flow_of<'a>(decoded: &'a Decoded, info: &StreamInfo) -> Option<&'a FlowSummary> {
+    decoded
+        .flows
+        .iter()
+        .find(|f| f.src == info.src && f.dst == info.dst)
+}
+
+fn stream_timing(decoded: &Decoded, info: &StreamInfo) -> Timing {
+    timing(decoded.stream_samples(info.id).map(|s| s.arrival))
+}
+
+/// A plain flow's statistics: no sequence numbers or send times, only arrivals.
+fn write_timing(out: &mut impl Write, t: &Timing, flow: Option<&FlowSummary>) -> io::Result<()> {
+    writeln!(
+        out,
+        "  packets {:>8}   bytes {:>10}   duration {:>9.3} s   rate {:>8.2} pkt/s",
+        t.packets,
+        flow.map_or(0, |f| f.bytes),
+        t.duration_s,
+        t.rate_pps
+    )?;
+    if let Some(iv) = t.intervals {
+        writeln!(
+            out,
+            "  inter-arrival p50 {:.3} ms   p95 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
+            iv.p50_ms, iv.p95_ms, iv.p99_ms, iv.max_ms
+        )?;
+        writeln!(
+            out,
+            "  gaps over 3 median intervals {}   longest {:.3} ms",
+            t.gaps, t.longest_gap_ms
+        )?;
+    }
+    Ok(())
+}
+
+/// A plain flow's send period, inferred from its arrivals (marked as inferred wherever shown).
+fn plain_period(decoded: &Decoded, info: &StreamInfo) -> Option<Estimate> {
+    let arrivals: Vec<_> = decoded.stream_samples(info.id).map(|s| s.arrival).collect();
+    periodic::estimate(&arrivals)
+}
+
+fn describe_period(e: &Estimate) -> String {
+    format!(
+        "{:.3} ms{}, drift {:+.0} ppm, confidence {:.2}, {} slots empty, {} late in {} burst(s)",
+        e.period_ns / 1e6,
+        e.nominal_period_ns
+            .map_or(String::new(), |n| format!(" (nominal {:.3} ms)", n / 1e6)),
+        e.drift_ppm,
+        e.confidence,
+        e.missing,
+        e.late,
+        e.bursts
+    )
+}
+
+fn describe_send(s: &SendInference) -> String {
+    match s {
+        SendInference::Sequence { period_ns } => format!(
+            "send times inferred from sequence numbers: one message every {:.3} ms",
+            period_ns / 1e6
+        ),
+        SendInference::Periodic(e) => {
+            format!(
+                "send times inferred from arrivals (periodic): period {}",
+                describe_period(e)
+            )
+        }
+        SendInference::NoPeriod => "--decoder periodic found no period: no send times".to_owned(),
+    }
+}
+
+fn period_json(e: &Estimate) -> Value {
+    json!({
+        "period_ms": e.period_ns / 1e6,
+        "nominal_period_ms": e.nominal_period_ns.map(|n| n / 1e6),
+        "drift_ppm": e.drift_ppm,
+        "confidence": e.confidence,
+        "packets": e.packets,
+        "slots": e.slots,
+        "missing": e.missing,
+        "duplicates": e.duplicates,
+        "late": e.late,
+        "bursts": e.bursts,
+        "reordered": e.reordered,
+        "inferred": true,
+    })
+}
+
+fn send_inferred_json(s: &SendInference) -> Value {
+    match s {
+        SendInference::Sequence { period_ns } => {
+            json!({"method": "sequence", "period_ms": period_ns / 1e6})
+        }
+        SendInference::Periodic(e) => json!({"method": "periodic", "period": period_json(e)}),
+        SendInference::NoPeriod => json!({"method": "periodic", "period": null}),
+    }
+}
+
+fn timing_json(t: &Timing) -> Value {
+    json!({
+        "packets": t.packets,
+        "duration_s": t.duration_s,
+        "rate_pps": t.rate_pps,
+        "iat_ms": t.intervals.map(|iv| json!({
+            "mean": iv.mean_ms, "p50": iv.p50_ms, "p95": iv.p95_ms, "p99": iv.p99_ms, "max": iv.max_ms,
+        })),
+        "gaps": {"count": t.gaps, "longest_ms": t.longest_gap_ms},
+    })
+}
+
+fn flow_json(f: &FlowSummary) -> Value {
+    json!({
+        "flow": f.label(),
+        "src": f.src.map(|e| e.0.to_string()),
+        "dst": f.dst.map(|e| e.0.to_string()),
+        "protocol": f.protocol,
+        "packets": f.packets,
+        "bytes": f.bytes,
+        "duration_s": f.duration().as_secs_f64(),
+        "counted": f.counted,
+        "skipped": f.skipped,
+        "skip_example": f.skip_example,
+    })
+}
+
+fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
+    let flow = flow_of(decoded, info);
     json!({
         "stream": info.id,
+        "protocol": info.protocol,
+        "flow": {
+            "src": info.src.map(|e| e.0.to_string()),
+            "dst": info.dst.map(|e| e.0.to_string()),
+        },
+        "lane": info.lane,
+        "send_times": info.has_send_times(),
+        "bytes": flow.map(|f| f.bytes),
+        "timing": timing_json(&stream_timing(decoded, info)),
+        "period": (!info.has_send_times() && info.ssrc.is_none())
+            .then(|| plain_period(decoded, info))
+            .flatten()
+            .map(|e| period_json(&e)),
+        "send_inferred": info.send_inferred.as_ref().map(send_inferred_json),
+        "clock_inferred": info.clock_inferred.map(|c| json!({
+            "hz": c.hz,
+            "measured_hz": c.measured_hz,
+            "nearest_hz": c.nearest_hz,
+            "packets": c.packets,
+            "span_s": c.span_ms as f64 / 1e3,
+            "ambiguous": c.hz.is_none(),
+        })),
         "ssrc": info.ssrc.map(|v| format!("0x{v:08X}")),
         "src": info.src.map(|e| e.0.to_string()),
         "dst": info.dst.map(|e| e.0.to_string()),
@@ -168,7 +396,8 @@ fn info_json(decoded: &Decoded, stats: &[StreamStats], capture: Option<&CaptureS
             "trailing_bytes": c.trailing_bytes,
             "sdp_rtpmaps": c.rtpmaps.len(),
         })),
-        "streams": decoded.streams.iter().zip(stats).map(|(i, s)| stream_json(i, s)).collect::<Vec<_>>(),
+        "streams": decoded.streams.iter().zip(stats).map(|(i, s)| stream_json(decoded, i, s)).collect::<Vec<_>>(),
+        "flows": decoded.flows.iter().map(flow_json).collect::<Vec<_>>(),
         "packets": decoded.samples.len(),
         "truth_packets": decoded.truth.len(),
         "skipped": decoded.skipped,

@@ -44,9 +44,6 @@ pub(crate) struct Args {
     /// (minimum transit over the whole stream), or offset=MS (sender time = local time + MS).
     #[arg(long, value_name = "offset=MS", default_value = "estimate")]
     clock: String,
-    /// Only replay this stream (by its index in `jitterlab info`).
-    #[arg(long, value_name = "N")]
-    stream: Option<u32>,
     /// Print JSON: the frames sampled with --at, and the metrics.
     #[arg(long)]
     json: bool,
@@ -131,16 +128,6 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if args.playout {
         return run_playout(args, &policy, clock, &decoded);
     }
-    if let Some(id) = args.stream
-        && !decoded.streams.iter().any(|s| s.id == id)
-    {
-        bail!(
-            "--stream {id}: {} has {} stream(s) (0..{})",
-            args.trace.display(),
-            decoded.streams.len(),
-            decoded.streams.len()
-        );
-    }
     if decoded.samples.is_empty() {
         bail!(
             "{}: the trace holds no decodable packets",
@@ -151,7 +138,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let width = decoded
         .streams
         .iter()
-        .filter(|s| args.stream.is_none_or(|id| id == s.id))
+        .filter(|s| args.decode.select.stream.is_none_or(|id| id == s.id))
         .map(|s| s.channels.len())
         .max()
         .unwrap_or(0);
@@ -180,20 +167,22 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let keep_samples = args.json && args.at.is_some();
     let mut samples = Vec::new();
     let mut write_error: Option<io::Error> = None;
-    let result =
-        Replay::new(frames.clone())
-            .clock(clock)
-            .trace(&decoded, args.stream, &policy, |f| {
-                if keep_samples {
-                    samples.push(sample_json(f));
-                }
-                if let Some(file) = timeline.as_mut()
-                    && write_error.is_none()
-                    && let Err(e) = file.write_all(csv_row(f, width).as_bytes())
-                {
-                    write_error = Some(e);
-                }
-            })?;
+    let result = Replay::new(frames.clone()).clock(clock).trace(
+        &decoded,
+        args.decode.select.stream,
+        &policy,
+        |f| {
+            if keep_samples {
+                samples.push(sample_json(f));
+            }
+            if let Some(file) = timeline.as_mut()
+                && write_error.is_none()
+                && let Err(e) = file.write_all(csv_row(f, width).as_bytes())
+            {
+                write_error = Some(e);
+            }
+        },
+    )?;
     if let Some(e) = write_error {
         return Err(e).context("cannot write the timeline");
     }
@@ -237,10 +226,11 @@ fn run_playout(
     decoded: &jitterlab_capture::Decoded,
 ) -> Result<()> {
     use jitterlab_replay::playout::PlayoutEvent;
-    let played =
-        Replay::new(FrameClock::Fps(60.0))
-            .clock(clock)
-            .playout(decoded, args.stream, policy)?;
+    let played = Replay::new(FrameClock::Fps(60.0)).clock(clock).playout(
+        decoded,
+        args.decode.select.stream,
+        policy,
+    )?;
     if let Some(path) = &args.timeline {
         let mut f = AtomicFile::create(path, args.force)?;
         f.write_all(b"stream,seq,play_ms,event\n")?;

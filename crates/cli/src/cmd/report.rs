@@ -28,9 +28,6 @@ pub(crate) struct Args {
     /// The directory to write (created if needed; unrelated files are left alone).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
-    /// The stream the figures show (by its index in `jitterlab info`).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    stream: u32,
     /// The tune rule's limits and objective for the recommendation, as for `tune`.
     #[command(flatten)]
     limits: TuneLimits,
@@ -75,6 +72,13 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .transpose()
         .context("--sweep")?;
     let decoded = crate::input::load(&args.trace, &options.decode)?;
+    // The stream the figures show: the one selected, else the first.
+    let mut stream = args
+        .decode
+        .select
+        .stream
+        .or_else(|| decoded.streams.first().map(|s| s.id))
+        .unwrap_or(0);
     let title = format!("jitterlab report: {}", args.trace.display());
     if decoded.samples.is_empty() {
         // Nothing to replay: the figures say "no data" rather than the command failing.
@@ -90,7 +94,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             &ReportInput {
                 title: &title,
                 decoded: &decoded,
-                stream: args.stream,
+                stream,
                 runs: &[],
                 sweep: points.as_ref(),
                 recommendation: None,
@@ -108,8 +112,23 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     let loaded = TraceStreams::new(args.trace.display().to_string(), decoded)?;
-    streams::require_stream(&loaded.decoded, &loaded.name, args.stream)
-        .with_context(|| format!("--stream {}", args.stream))?;
+    for note in &loaded.skipped {
+        eprintln!("note: {}: {note}", args.trace.display());
+    }
+    if args.decode.select.stream.is_none()
+        && let Some(first) = loaded.views().first()
+    {
+        stream = first.id;
+    }
+    streams::check(
+        loaded
+            .decoded
+            .streams
+            .iter()
+            .find(|s| s.id == stream)
+            .context("the selected stream")?,
+    )
+    .with_context(|| format!("--stream {stream}"))?;
     // The sweep to show: the given results, or tune's default grid over this trace; judged
     // by the one tune rule either way.
     let table = match sweep_file {
@@ -156,7 +175,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let clock: ClockMapping = options.clock.parse()?;
     let runs = run_policies(
         &loaded.decoded,
-        args.stream,
+        stream,
         &runs_in,
         &FrameClock::Fps(options.fps),
         clock,
@@ -168,7 +187,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         &ReportInput {
             title: &title,
             decoded: &loaded.decoded,
-            stream: args.stream,
+            stream,
             runs: &runs,
             sweep: Some(&points),
             recommendation: recommended_text.as_deref().map(|p| (p, rule.as_str())),

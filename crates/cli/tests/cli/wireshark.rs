@@ -88,8 +88,9 @@ fn wireshark_rtp_streams_agree_with_tshark() {
     );
 }
 
-/// Without SDP a dynamic payload type has no clock rate: `info` says so instead of printing a
-/// jitter, and `--clock-rate` supplies it.
+/// Without SDP a dynamic payload type has no clock rate Wireshark knows: its figures stay
+/// without jitter, as tshark's do; jitterlab infers the rate from the timestamps, says it
+/// inferred it and on what evidence, and `--clock-rate` overrides it.
 #[test]
 fn wireshark_no_sdp_means_no_made_up_jitter() {
     let Some(data) = shared_data() else { return };
@@ -97,7 +98,11 @@ fn wireshark_no_sdp_means_no_made_up_jitter() {
     let info = json(&["info".as_ref(), "--json".as_ref(), path.as_os_str()]);
     let stream = &info["streams"][0];
     assert_eq!(stream["payload_type"], 96);
-    assert!(stream["jitter_ms"].is_null() && stream["wireshark"]["mean_jitter_ms"].is_null());
+    assert!(stream["wireshark"]["mean_jitter_ms"].is_null());
+    let inferred = &stream["clock_inferred"];
+    assert_eq!(inferred["hz"], 90_000, "{inferred}");
+    assert_eq!(stream["clock_rate"], 90_000);
+    assert!(stream["jitter_ms"]["mean"].as_f64().unwrap() > 0.0);
     let info = json(&[
         "info".as_ref(),
         "--json".as_ref(),
@@ -110,4 +115,5 @@ fn wireshark_no_sdp_means_no_made_up_jitter() {
         .unwrap();
     // The same RTP with SDP merged in front: tshark's figure.
     assert!(close(with_rate, 15.607), "{with_rate}");
+    assert!(info["streams"][0]["clock_inferred"].is_null());
 }

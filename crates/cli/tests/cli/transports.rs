@@ -1,0 +1,606 @@
+//! Real game transports through the relay: a Python ENet server and client (pyenet) and a
+//! Python KCP pair (the `kcp` package, over the reference ikcp.c) exchange 30 Hz snapshots
+//! and 60 Hz inputs through `jitterlab capture --forward --impair` (5 % loss, and for ENet
+//! 10 % reordering), and the transport parsers, run on the trace, must agree with what the
+//! applications logged and with what the relay dropped.
+//!
+//! Three figures are kept apart, because ENet's own behaviour sits between the wire and the
+//! game:
+//! - **sender skipped**: unreliable sequence numbers the application was given but that never
+//!   reached the wire (ENet's throttle discards unreliable sends before they go out when it
+//!   judges the link congested; the number was assigned at `send`);
+//! - **relay dropped**: what the impairment dropped, read from the trace (a datagram with a
+//!   `Sent` record at ingress and no `Received` record);
+//! - **receiver discarded**: unreliable messages that arrived after a later one on their
+//!   channel, which ENet throws away on receipt, so the game never sees them.
+//!
+//! The game's count is the wire's minus the last two; loss on the wire is not what the game
+//! saw. KCP is reliable: what the relay dropped is retransmitted, the game sees everything,
+//! and the retransmitted copies are duplicates on the wire.
+//!
+//! The peers are gated like the GStreamer test: without the Python module the test prints
+//! that it skipped and passes, unless `JITTERLAB_REQUIRE_PEERS` is set (as `.ci/run` does).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jitterlab_capture::decode::transport::{Datagram, Transport};
+use jitterlab_capture::trace::{Direction, RecordKind};
+use jitterlab_capture::{Reader, Record};
+use serde_json::Value;
+
+fn peers_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers")
+}
+
+/// Whether `python3` can import `module`; skips (false) or fails under
+/// `JITTERLAB_REQUIRE_PEERS` when it cannot.
+fn have_python_module(module: &str, install: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+            "JITTERLAB_REQUIRE_PEERS is set but the Python module `{module}` is missing \
+             ({install})"
+        );
+        eprintln!("skipped: the Python module `{module}` is not installed ({install})");
+    }
+    ok
+}
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The relay in front of `upstream`, impaired by `impair`; returns once it is listening.
+fn start_relay(port: u16, upstream: u16, out: &Path, impair: &str) -> Child {
+    let child = Command::new(assert_cmd::cargo::cargo_bin("jitterlab"))
+        .args(["capture", "--listen", &port.to_string()])
+        .args(["--forward", &format!("127.0.0.1:{upstream}")])
+        .args(["--impair", impair])
+        .arg("-o")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !out.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the relay never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child
+}
+
+/// Stops the relay with SIGINT; returns how many datagrams its summary says it dropped.
+fn stop_relay(child: Child) -> usize {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "capture failed: {err}");
+    let tail = err
+        .split("impairment dropped ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no 'impairment dropped' in the summary: {err}"));
+    tail.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// A harness script, running: it exchanges traffic for 3 s, writes its log, says "done" and
+/// then holds its sockets open until its stdin closes (so the relay stops first).
+struct Peer {
+    child: Child,
+    script: &'static str,
+    log: PathBuf,
+}
+
+impl Peer {
+    fn run(script: &'static str, server: u16, relay: u16, log: &Path) -> Self {
+        let mut child = Command::new("python3")
+            .arg(peers_dir().join(script))
+            .args(["--server-port", &server.to_string()])
+            .args(["--connect", &relay.to_string()])
+            .args(["--seconds", "3"])
+            .arg("--log")
+            .arg(log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Bounded: the script stops by itself (its connection wait and drain are bounded),
+        // and says "done" or exits.
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let peer = Self {
+            child,
+            script,
+            log: log.to_owned(),
+        };
+        if line.trim() != "done" {
+            let out = peer.child.wait_with_output().unwrap();
+            panic!("{script} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        peer
+    }
+
+    /// Lets the script close its sockets and exit; returns its log.
+    fn finish(mut self) -> Value {
+        drop(self.child.stdin.take());
+        let out = self.child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            self.script,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&self.log).unwrap()).unwrap()
+    }
+}
+
+fn app_seqs(log: &Value, key: &str) -> Vec<u64> {
+    log[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key} missing from the log"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
+/// One direction of the relay's trace: the datagrams as they entered the relay (`Sent`
+/// records, in order), whether each was forwarded (a `Received` record with the same bytes),
+/// and the forwarded ones in the order the relay sent them on (reordering changes it).
+struct Leg {
+    ingress: Vec<Vec<u8>>,
+    forwarded: Vec<bool>,
+    delivered: Vec<Vec<u8>>,
+}
+
+impl Leg {
+    fn of(records: &[Record], direction: Direction) -> Self {
+        let of_kind = |kind: RecordKind| -> Vec<Vec<u8>> {
+            records
+                .iter()
+                .filter(|r| r.kind() == kind && r.direction() == direction)
+                .map(|r| r.payload.clone())
+                .collect()
+        };
+        let ingress = of_kind(RecordKind::Sent);
+        let delivered = of_kind(RecordKind::Received);
+        let mut waiting: HashMap<&[u8], usize> = HashMap::new();
+        for d in &delivered {
+            *waiting.entry(d).or_default() += 1;
+        }
+        let forwarded = ingress
+            .iter()
+            .map(|s| match waiting.get_mut(&s[..]) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            })
+            .collect();
+        assert!(
+            waiting.values().all(|n| *n == 0),
+            "a forwarded datagram matches nothing that entered the relay"
+        );
+        Self {
+            ingress,
+            forwarded,
+            delivered,
+        }
+    }
+
+    fn dropped(&self) -> usize {
+        self.forwarded.iter().filter(|f| !**f).count()
+    }
+
+    /// Each datagram through a fresh parser per leg: as they entered the relay, as they were
+    /// forwarded (in the relay's order), and the ones the relay dropped. Every datagram must
+    /// parse and resemble the transport.
+    fn decode(&self, transport: Transport) -> [Vec<Datagram>; 3] {
+        let run = |payloads: Vec<&Vec<u8>>| -> Vec<Datagram> {
+            let mut parser = transport.parser();
+            payloads
+                .into_iter()
+                .map(|payload| {
+                    assert!(
+                        transport.resembles(payload),
+                        "a datagram does not resemble {}: {payload:02x?}",
+                        transport.name()
+                    );
+                    parser.parse(payload).unwrap_or_else(|e| {
+                        panic!(
+                            "{} datagram did not parse: {e}: {payload:02x?}",
+                            transport.name()
+                        )
+                    })
+                })
+                .collect()
+        };
+        let dropped = self
+            .ingress
+            .iter()
+            .zip(&self.forwarded)
+            .filter(|(_, f)| !**f)
+            .map(|(p, _)| p)
+            .collect();
+        [
+            run(self.ingress.iter().collect()),
+            run(self.delivered.iter().collect()),
+            run(dropped),
+        ]
+    }
+}
+
+fn records(path: &Path) -> Vec<Record> {
+    let mut r = Reader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    while let Some(rec) = r.read_record().unwrap() {
+        out.push(rec);
+    }
+    out
+}
+
+/// The sequence numbers of one lane's messages, in wire order.
+fn lane(datagrams: &[Datagram], name: &str) -> Vec<u64> {
+    datagrams
+        .iter()
+        .flat_map(|d| &d.messages)
+        .filter(|m| m.lane_name == name)
+        .map(|m| m.seq.value)
+        .collect()
+}
+
+fn control(datagrams: &[Datagram], name: &str) -> usize {
+    datagrams
+        .iter()
+        .flat_map(|d| &d.control)
+        .filter(|c| **c == name)
+        .count()
+}
+
+/// ENet's receiver keeps an unreliable message only if its number is above every one
+/// delivered before it on the channel (`enet_peer_queue_incoming_command`).
+fn kept_by_enet(arrivals: &[u64]) -> Vec<u64> {
+    let mut high = 0;
+    arrivals
+        .iter()
+        .copied()
+        .filter(|&s| {
+            let keep = s > high;
+            high = high.max(s);
+            keep
+        })
+        .collect()
+}
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v
+}
+
+/// Checks one ENet unreliable lane against the application's log: the n-th message the
+/// application sent has ENet number n + 1 (numbers are given at `send`, from 1, on a channel
+/// with no reliable sends); returns (sender skipped, relay dropped, receiver discarded).
+/// A fragmented message is one the relay dropped when any of its parts was.
+fn check_enet_lane(
+    [ingress, forwarded, dropped]: &[Vec<Datagram>; 3],
+    name: &str,
+    fragmented: bool,
+    sent: &[u64],
+    received: &[u64],
+) -> (usize, usize, usize) {
+    let on_wire = lane(ingress, name);
+    let through = lane(forwarded, name);
+    let lost = lane(dropped, name);
+    assert!(!on_wire.is_empty(), "no {name} messages on the wire");
+    // What entered the relay is what the application sent, in order, less what ENet's
+    // throttle skipped.
+    let wire_app: Vec<u64> = on_wire.iter().map(|s| s - 1).collect();
+    assert!(
+        wire_app.windows(2).all(|w| w[0] < w[1]),
+        "{name}: the sender's numbers do not increase: {on_wire:?}"
+    );
+    assert!(
+        wire_app.iter().all(|s| sent.binary_search(s).is_ok()),
+        "{name}: a number on the wire the application never sent"
+    );
+    // The wire minus what the relay dropped is what was forwarded.
+    assert!(through.iter().all(|s| on_wire.contains(s)));
+    let lost = if fragmented {
+        on_wire.len() - through.len()
+    } else {
+        assert_eq!(
+            sorted([through.clone(), lost.clone()].concat()),
+            sorted(on_wire.clone()),
+            "{name}: forwarded + dropped != ingress"
+        );
+        lost.len()
+    };
+    // And what the game got is the forwarded messages ENet kept.
+    let kept: Vec<u64> = kept_by_enet(&through).iter().map(|s| s - 1).collect();
+    assert_eq!(
+        kept, received,
+        "{name}: what the application received is not the forwarded messages ENet keeps"
+    );
+    (sent.len() - on_wire.len(), lost, through.len() - kept.len())
+}
+
+#[test]
+fn enet_through_the_relay_decodes_as_the_applications_logged() {
+    if !have_python_module("enet", "pip install pyenet") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("enet.jtr");
+    let (relay_port, server_port) = (free_port(), free_port());
+    let relay = start_relay(
+        relay_port,
+        server_port,
+        &trace,
+        "loss=5%,reorder=10%,seed=7",
+    );
+    let peer = Peer::run(
+        "enet_peer.py",
+        server_port,
+        relay_port,
+        &dir.path().join("enet.json"),
+    );
+    let summary_dropped = stop_relay(relay);
+    let log = peer.finish();
+    let recs = records(&trace);
+
+    let down = Leg::of(&recs, Direction::ToClient);
+    let up = Leg::of(&recs, Direction::ToUpstream);
+    assert_eq!(
+        down.dropped() + up.dropped(),
+        summary_dropped,
+        "datagrams without a forwarded copy != the relay's 'impairment dropped'"
+    );
+    assert!(summary_dropped > 0, "5 % loss dropped nothing");
+    let down_d = down.decode(Transport::Enet);
+    let up_d = up.decode(Transport::Enet);
+
+    let snaps = check_enet_lane(
+        &down_d,
+        "channel 0 unreliable",
+        false,
+        &app_seqs(&log, "snapshots_sent"),
+        &app_seqs(&log, "snapshots_received"),
+    );
+    let inputs = check_enet_lane(
+        &up_d,
+        "channel 0 unreliable",
+        false,
+        &app_seqs(&log, "inputs_sent"),
+        &app_seqs(&log, "inputs_received"),
+    );
+    // The 3,000-byte world messages go in 3 unreliable fragments; one is a message only
+    // when all of its parts came through.
+    let worlds = check_enet_lane(
+        &down_d,
+        "channel 1 unreliable",
+        true,
+        &app_seqs(&log, "worlds_sent"),
+        &app_seqs(&log, "worlds_received"),
+    );
+    check_cli(
+        &trace,
+        "enet",
+        "channel 0 unreliable",
+        lane(&down_d[1], "channel 0 unreliable").len(),
+        lane(&up_d[1], "channel 0 unreliable").len(),
+    );
+    let [ingress, forwarded, _] = &down_d;
+    assert_eq!(
+        control(ingress, "fragment"),
+        2 * lane(ingress, "channel 1 unreliable").len(),
+        "every complete world message came with two parts counted as fragments"
+    );
+    assert!(control(forwarded, "fragment") >= 2 * lane(forwarded, "channel 1 unreliable").len());
+    // The handshake both ways, and the pings that keep the connection alive.
+    assert!(control(&up_d[0], "handshake") >= 1, "no CONNECT");
+    assert!(control(&down_d[0], "handshake") >= 1, "no VERIFY_CONNECT");
+    assert!(control(&up_d[0], "ack") + control(&down_d[0], "ack") > 0);
+    // ENet stamps a sent time only on datagrams that carry a reliable command: most
+    // snapshots have none.
+    let stamped = ingress
+        .iter()
+        .flat_map(|d| &d.messages)
+        .filter(|m| m.send.is_some())
+        .count();
+    let total = ingress.iter().map(|d| d.messages.len()).sum::<usize>();
+    assert!(
+        stamped < total,
+        "every message had a sent time ({stamped} of {total})"
+    );
+    eprintln!(
+        "enet: (sender skipped, relay dropped, receiver discarded): snapshots {snaps:?} of {}, \
+         inputs {inputs:?} of {}, worlds {worlds:?} of {}; {stamped} of {total} downstream \
+         messages had a sent time; relay dropped {summary_dropped} datagrams",
+        app_seqs(&log, "snapshots_sent").len(),
+        app_seqs(&log, "inputs_sent").len(),
+        app_seqs(&log, "worlds_sent").len(),
+    );
+}
+
+/// `jitterlab info --json` on the relay trace sees the transport's lanes as streams with the
+/// counts decoded here (what the relay forwarded), and `jitterlab tune` recommends a delay
+/// for the snapshot stream (`down`: the server's lane of that name).
+fn check_cli(trace: &Path, protocol: &str, lane_name: &str, down: usize, up: usize) {
+    let info = crate::util::json(&["info".as_ref(), "--json".as_ref(), trace.as_os_str()]);
+    let streams: Vec<&Value> = info["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["protocol"] == protocol && s["lane"] == lane_name)
+        .collect();
+    let mut counts: Vec<u64> = streams
+        .iter()
+        .map(|s| s["packets"].as_u64().unwrap())
+        .collect();
+    counts.sort_unstable();
+    let mut want = vec![down as u64, up as u64];
+    want.sort_unstable();
+    assert_eq!(
+        counts, want,
+        "{protocol} {lane_name} streams in info: {info}"
+    );
+    let snapshot = streams
+        .iter()
+        .find(|s| s["packets"].as_u64() == Some(down as u64))
+        .unwrap();
+    assert_eq!(snapshot["send_times"], true, "{snapshot}");
+    let id = snapshot["stream"].to_string();
+    let tune = crate::util::json(&[
+        "tune".as_ref(),
+        "--json".as_ref(),
+        "-q".as_ref(),
+        "--stream".as_ref(),
+        id.as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert!(
+        tune["recommendation"]["policy"].is_string(),
+        "tune recommends nothing on the {protocol} snapshot stream: {tune}"
+    );
+}
+
+/// A KCP lane's PUSH sequence numbers, counted per number (copies).
+fn copies(datagrams: &[Datagram]) -> BTreeMap<u64, usize> {
+    let mut m = BTreeMap::new();
+    for msg in datagrams.iter().flat_map(|d| &d.messages) {
+        assert_eq!(msg.lane_name, "conv 0x4a4c");
+        *m.entry(msg.seq.value).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Checks one KCP direction: the n-th message the application sent is segment n; every one
+/// reached the wire and the game; returns (retransmitted copies, copies the relay dropped).
+fn check_kcp_leg(
+    [ingress, forwarded, dropped]: &[Vec<Datagram>; 3],
+    what: &str,
+    sent: &[u64],
+    received: &[u64],
+) -> (usize, usize) {
+    let on_wire = copies(ingress);
+    let through = copies(forwarded);
+    let lost = copies(dropped);
+    assert_eq!(
+        on_wire.keys().copied().collect::<Vec<_>>(),
+        sent,
+        "{what}: the segments on the wire are not the messages sent"
+    );
+    // Reliable: whatever the relay dropped came again, so every number got through.
+    assert_eq!(
+        through.keys().copied().collect::<Vec<_>>(),
+        received,
+        "{what}: the segments forwarded are not what the application received"
+    );
+    assert_eq!(received, sent, "{what}: KCP lost a message");
+    for (sn, n) in &on_wire {
+        assert_eq!(
+            through.get(sn).copied().unwrap_or(0) + lost.get(sn).copied().unwrap_or(0),
+            *n,
+            "{what}: copies of segment {sn}: forwarded + dropped != ingress"
+        );
+    }
+    let copies_total: usize = on_wire.values().sum();
+    (copies_total - on_wire.len(), lost.values().sum())
+}
+
+#[test]
+fn kcp_through_the_relay_decodes_as_the_applications_logged() {
+    if !have_python_module("kcp", "pip install kcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("kcp.jtr");
+    let (relay_port, server_port) = (free_port(), free_port());
+    let relay = start_relay(relay_port, server_port, &trace, "loss=5%,seed=11");
+    let peer = Peer::run(
+        "kcp_peer.py",
+        server_port,
+        relay_port,
+        &dir.path().join("kcp.json"),
+    );
+    let summary_dropped = stop_relay(relay);
+    let log = peer.finish();
+    let recs = records(&trace);
+
+    let down = Leg::of(&recs, Direction::ToClient);
+    let up = Leg::of(&recs, Direction::ToUpstream);
+    assert_eq!(down.dropped() + up.dropped(), summary_dropped);
+    assert!(summary_dropped > 0, "5 % loss dropped nothing");
+    let down_d = down.decode(Transport::Kcp);
+    let up_d = up.decode(Transport::Kcp);
+    let snaps = check_kcp_leg(
+        &down_d,
+        "snapshots",
+        &app_seqs(&log, "snapshots_sent"),
+        &app_seqs(&log, "snapshots_received"),
+    );
+    let inputs = check_kcp_leg(
+        &up_d,
+        "inputs",
+        &app_seqs(&log, "inputs_sent"),
+        &app_seqs(&log, "inputs_received"),
+    );
+    let conv = down_d[1]
+        .iter()
+        .flat_map(|d| &d.messages)
+        .next()
+        .map(|m| m.lane_name.clone())
+        .unwrap();
+    check_cli(
+        &trace,
+        "kcp",
+        &conv,
+        lane(&down_d[1], &conv).len(),
+        lane(&up_d[1], &conv).len(),
+    );
+    // Dropped data came again: at least as many retransmitted copies as dropped ones.
+    assert!(
+        snaps.0 >= snaps.1 && inputs.0 >= inputs.1,
+        "{snaps:?} {inputs:?}"
+    );
+    // Every PUSH carries its 32-bit ms timestamp; the acknowledgements are control.
+    assert!(
+        down_d[0]
+            .iter()
+            .flat_map(|d| &d.messages)
+            .all(|m| m.send.is_some())
+    );
+    assert!(control(&down_d[0], "ack") > 0 && control(&up_d[0], "ack") > 0);
+    eprintln!(
+        "kcp: (retransmitted copies, dropped copies): snapshots {snaps:?} of {}, inputs \
+         {inputs:?} of {}; relay dropped {summary_dropped} datagrams",
+        app_seqs(&log, "snapshots_sent").len(),
+        app_seqs(&log, "inputs_sent").len(),
+    );
+}
