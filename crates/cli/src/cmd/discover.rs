@@ -101,8 +101,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             .iter()
             .map(|(i, d)| stream_json(*i, &flows[*i], d))
             .collect();
-        serde_json::to_writer_pretty(&mut out, &json!({ "streams": streams }))?;
-        writeln!(out)?;
+        // Rendered first so that a closed pipe surfaces as the I/O error `main` recognises.
+        let text = serde_json::to_string_pretty(&json!({ "streams": streams }))?;
+        writeln!(out, "{text}")?;
         return Ok(());
     }
     if results.is_empty() {
