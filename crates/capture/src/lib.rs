@@ -5,6 +5,7 @@
 //! file cut off mid-record. [`decode::decode_trace`] turns packets into [`Sample`]s, each with
 //! its sequence number, send time (sender clock) and arrival time (local clock) kept apart
 //! (contracts C1, C2). [`stats::stream_stats`] gives what `jitterlab info` prints.
+//! [`discover::discover`] proposes a `layout:` spec for an unknown protocol from its payloads.
 //!
 //! # Features
 //! Both are on by default; a crate that only reads traces (the replay engine) turns them off
@@ -34,6 +35,7 @@
 //! ```
 
 pub mod decode;
+pub mod discover;
 mod error;
 pub mod filter;
 pub mod format;

@@ -28,6 +28,9 @@ enum Command {
     Capture(cmd::capture::Args),
     /// Replay the embedded demo trace through a few fixed delays and write a PNG report.
     Demo(cmd::demo::Args),
+    /// Propose a layout:SPEC for an unknown protocol from a flow's payloads (sequence counter,
+    /// send time, message types), with the evidence.
+    Discover(cmd::discover::Args),
     /// Convert a pcap/pcapng capture or a CSV log into a jitterlab trace.
     Import(cmd::import::Args),
     /// Per-stream statistics: packets, loss, duplicates, reordering, RFC 3550 jitter.
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Capture(args) => cmd::capture::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
+        Command::Discover(args) => cmd::discover::run(&args),
         Command::Import(args) => cmd::import::run(&args),
         Command::Info(args) => cmd::info::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),

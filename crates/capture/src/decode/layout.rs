@@ -8,6 +8,10 @@
 //! - `send` (required): the send time, with a unit `s`, `ms`, `us` or `ns` (default `ms`), or
 //!   `/HZ` for a tick counter at HZ ticks per second (`send=u32le@0/60`).
 //! - `stream` and `state` (optional): a stream id and a discrete state.
+//! - `when` (optional): `when=TYPE@OFFSET=VALUE` decodes only the packets whose integer field
+//!   there equals VALUE (decimal or `0x` hex), for a flow that mixes message kinds each with
+//!   its own layout (`when=u8@0=2,seq=u16le@1,send=u32le@3`); any other packet is skipped with
+//!   the reason.
 //! - Any other name is a value channel; `*COUNT` repeats the field back to back, naming the
 //!   channels `NAME0`, `NAME1`, ...
 //!
@@ -64,6 +68,17 @@ struct Field {
 }
 
 impl Field {
+    /// Whether `value` is one this integer field can hold.
+    fn fits(&self, value: i128) -> bool {
+        let bits = 8 * self.kind.width() as u32;
+        let signed = matches!(self.kind, Kind::I8 | Kind::I16 | Kind::I32 | Kind::I64);
+        if signed {
+            (-(1i128 << (bits - 1))..(1i128 << (bits - 1))).contains(&value)
+        } else {
+            (0..(1i128 << bits)).contains(&value)
+        }
+    }
+
     /// The field as an integer (floats must be whole) or a float.
     fn read(&self, buf: &[u8]) -> Option<Num> {
         let b = buf.get(self.offset..self.offset + self.kind.width())?;
@@ -128,6 +143,8 @@ pub struct Layout {
     send: (Field, SendUnit),
     stream: Option<Field>,
     state: Option<Field>,
+    /// The message kind this layout is for: the field must read this value.
+    when: Option<(Field, i128)>,
     values: Vec<(String, Field)>,
 }
 
@@ -205,6 +222,7 @@ impl Layout {
             reason: format!("field '{item}': {why}"),
         };
         let (mut seq, mut send, mut stream, mut state) = (None, None, None, None);
+        let mut when = None;
         let mut values = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (name, rest) = item
@@ -223,6 +241,17 @@ impl Layout {
             let (ty, at) = rest
                 .split_once('@')
                 .ok_or_else(|| bad(item, "expected TYPE@OFFSET"))?;
+            let (at, wanted) = match at.split_once('=') {
+                Some((at, value)) if name == "when" => (at, Some(value)),
+                Some(_) => return Err(bad(item, "only when takes =VALUE")),
+                None if name == "when" => {
+                    return Err(bad(
+                        item,
+                        "expected when=TYPE@OFFSET=VALUE, e.g. when=u8@0=2",
+                    ));
+                }
+                None => (at, None),
+            };
             let (at, unit) = match at.find([':', '/']) {
                 Some(i) => (&at[..i], Some(&at[i..])),
                 None => (at, None),
@@ -246,8 +275,20 @@ impl Layout {
             if unit.is_some() && name != "send" {
                 return Err(bad(item, "only send takes a unit"));
             }
-            if count > 1 && matches!(name, "seq" | "send" | "stream" | "state") {
+            if count > 1 && matches!(name, "seq" | "send" | "stream" | "state" | "when") {
                 return Err(bad(item, "only value channels repeat"));
+            }
+            if let Some(value) = wanted {
+                if matches!(kind, Kind::F32 | Kind::F64) {
+                    return Err(bad(item, "when needs an integer type"));
+                }
+                let value = parse_int(value)
+                    .filter(|v| field.fits(*v))
+                    .ok_or_else(|| bad(item, "the value must be an integer that fits the type"))?;
+                if when.replace((field, value)).is_some() {
+                    return Err(bad(item, "given twice"));
+                }
+                continue;
             }
             let slot = match name {
                 "seq" => &mut seq,
@@ -301,6 +342,7 @@ impl Layout {
             send: send.ok_or_else(|| missing("send"))?,
             stream,
             state,
+            when,
             values,
         })
     }
@@ -340,6 +382,16 @@ impl Layout {
             ))
         };
         let read = |f: &Field| f.read(buf).ok_or_else(|| short(f));
+        if let Some((f, want)) = &self.when {
+            let got = read(f)?;
+            if got != Num::Int(*want) {
+                return Err(DecodeError::new(format!(
+                    "another message kind: the field at byte {} reads {}, this layout is for {want}",
+                    f.offset,
+                    got.as_f64()
+                )));
+            }
+        }
         let seq = read(&self.seq)?
             .as_int()
             .ok_or_else(|| DecodeError::new("layout seq is not a whole number"))?;
@@ -378,6 +430,14 @@ impl Layout {
             values,
             raw: (seq, raw),
         })
+    }
+}
+
+/// A decimal (optionally negative) or `0x` hexadecimal integer.
+fn parse_int(text: &str) -> Option<i128> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => i128::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
     }
 }
 
@@ -443,6 +503,27 @@ mod tests {
         assert_eq!(d.values, [-2.0]);
     }
 
+    /// A spec for one message kind decodes that kind and skips the others with the reason.
+    #[test]
+    fn when_keeps_one_message_kind() {
+        let l = Layout::parse("when=u8@0=0x02,seq=u16le@1,send=u32le@3").unwrap();
+        let mut p = vec![2u8];
+        p.extend_from_slice(&513u16.to_le_bytes());
+        p.extend_from_slice(&40u32.to_le_bytes());
+        let d = l.decode(&p).unwrap();
+        assert_eq!((d.seq, d.send), (513, Nanos::from_millis(40)));
+        p[0] = 7;
+        let err = l.decode(&p).unwrap_err().to_string();
+        assert!(
+            err.contains("another message kind") && err.contains("for 2"),
+            "{err}"
+        );
+        let err = l.decode(&[]).unwrap_err().to_string();
+        assert!(err.contains("packet has 0"), "{err}");
+        let signed = Layout::parse("when=i16be@0=-2,seq=u8@2,send=u8@3").unwrap();
+        assert_eq!(signed.decode(&[0xff, 0xfe, 9, 1]).unwrap().seq, 9);
+    }
+
     #[test]
     fn non_finite_values_are_refused() {
         let l = Layout::parse("seq=u8@0,send=u8@1,v=f32le@2").unwrap();
@@ -463,6 +544,11 @@ mod tests {
             ("seq=u32be@0*2,send=u8@4", "only value channels repeat"),
             ("seq=u32be@0,send=u8@4,v=f32le@8*0", "repeat count"),
             ("seq=u32be@0:ms,send=u8@4", "only send takes a unit"),
+            ("when=u8@0,seq=u8@1,send=u8@2", "when=TYPE@OFFSET=VALUE"),
+            ("when=u8@0=256,seq=u8@1,send=u8@2", "fits the type"),
+            ("when=f32le@0=1,seq=u8@4,send=u8@5", "integer type"),
+            ("when=u8@0=1,when=u8@1=1,seq=u8@2,send=u8@3", "given twice"),
+            ("seq=u8@1=3,send=u8@2", "only when takes =VALUE"),
         ] {
             let err = Layout::parse(spec).unwrap_err().to_string();
             assert!(err.contains(needle), "{spec}: {err}");

@@ -3,12 +3,14 @@
 //! - `contracts`: the seed vectors (fixtures/contracts) through import + replay.
 //! - `bad_input`: every kind of bad input is one line on stderr and exit code 2.
 //! - `commands`: info, replay, timeline and demo outputs.
+//! - `discover`: layouts proposed for unknown protocols.
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 
 mod bad_input;
 mod commands;
 mod contracts;
+mod discover;
 mod games;
 mod live;
 mod raknet;
