@@ -111,8 +111,24 @@ impl Selection {
             .map(|s| (s.src, s.dst))
             .collect();
         if wanted.is_empty() {
+            let names: Vec<String> = decoded
+                .flows
+                .iter()
+                .take(5)
+                .map(FlowSummary::label)
+                .collect();
+            let flows = format!(
+                "flows: {}{}",
+                names.join(", "),
+                if decoded.flows.len() > 5 { ", ..." } else { "" }
+            );
+            if let Some(f) = &self.flow
+                && !decoded.flows.iter().any(|d| in_flow(d.src, d.dst))
+            {
+                bail!("{display}: no flow {f} ({flows})");
+            }
             bail!(
-                "{display}: no stream matches {} (`jitterlab info` lists them)",
+                "{display}: no stream matches {} ({flows}; `jitterlab info` lists the streams)",
                 self.describe()
             );
         }

@@ -6,7 +6,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use jitterlab_capture::decode::flow;
 use jitterlab_capture::discover::{
     self, Analysis, CONFIDENCE, Candidate, Discovery, Evidence, Role, discover,
 };
@@ -16,7 +15,7 @@ use jitterlab_capture::trace::Endpoint;
 use jitterlab_capture::{Nanos, Reader, RecordKind};
 use serde_json::{Value, json};
 
-use crate::input::is_capture;
+use crate::input::{DecodeArgs, Selection, is_capture, load};
 
 /// Flows with fewer packets are not studied unless selected.
 const MIN_FLOW_PACKETS: usize = 20;
@@ -26,16 +25,10 @@ const MIN_FLOW_PACKETS: usize = 20;
 pub(crate) struct Args {
     /// The trace, or a pcap/pcapng capture, to study.
     trace: PathBuf,
-    /// Study only this flow, e.g. 10.0.0.1:5000-10.0.0.2:6000.
-    #[arg(long, value_name = "SRC-DST", conflicts_with = "stream")]
-    flow: Option<String>,
-    /// Study only the Nth flow (from 0, in order of first appearance).
-    #[arg(long, value_name = "N")]
-    stream: Option<usize>,
-    /// Keep only datagrams this tcpdump-style expression accepts (for traces, by the
-    /// endpoints recorded).
-    #[arg(long, value_name = "EXPR")]
-    filter: Option<String>,
+    /// Which flows to study: the flow of `--stream N` or `--ssrc X` (as `jitterlab info`
+    /// numbers streams), `--flow SRC-DST`, and `--filter EXPR` on the datagrams.
+    #[command(flatten)]
+    select: Selection,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -46,6 +39,8 @@ struct Flow {
     src: Option<Endpoint>,
     dst: Option<Endpoint>,
     packets: Vec<(Nanos, Vec<u8>)>,
+    /// The first stream `jitterlab info` shows on this flow, if any.
+    stream: Option<u32>,
 }
 
 impl Flow {
@@ -56,32 +51,58 @@ impl Flow {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let filter = args.filter.as_deref().map(Filter::parse).transpose()?;
-    let flows = read_flows(&args.trace, filter.as_ref())?;
+    let filter = args
+        .select
+        .filter
+        .as_deref()
+        .map(Filter::parse)
+        .transpose()?;
+    let mut flows = read_flows(&args.trace, filter.as_ref())?;
     let display = args.trace.display();
-    let chosen: Vec<usize> = match (&args.flow, args.stream) {
-        (Some(spec), _) => {
-            let (src, dst) = flow::parse_flow(spec)?;
-            let i = flows
-                .iter()
-                .position(|f| f.src.map(|e| e.0) == Some(src) && f.dst.map(|e| e.0) == Some(dst))
-                .with_context(|| format!("{display}: no flow {spec} (flows: {})", list(&flows)))?;
-            vec![i]
+    // The streams `info` shows (narrowed by the selection), to number flows as it does and to
+    // find the flows of `--stream` and `--ssrc`.
+    let decode = DecodeArgs {
+        select: args.select.clone(),
+        ..DecodeArgs::default()
+    };
+    let decoded = load(&args.trace, &decode)?;
+    for f in &mut flows {
+        f.stream = decoded
+            .streams
+            .iter()
+            .find(|s| s.src == f.src && s.dst == f.dst)
+            .map(|s| s.id);
+    }
+    let selected =
+        args.select.stream.is_some() || args.select.ssrc.is_some() || args.select.flow.is_some();
+    let chosen: Vec<usize> = if selected {
+        let kept: Vec<usize> = (0..flows.len())
+            .filter(|&i| {
+                let f = &flows[i];
+                f.stream.is_some()
+                    || decoded
+                        .flows
+                        .iter()
+                        .any(|d| d.src == f.src && d.dst == f.dst)
+            })
+            .collect();
+        if kept.is_empty() {
+            bail!(
+                "{display}: no flow matches the selection (flows: {})",
+                list(&flows)
+            );
         }
-        (None, Some(n)) if n < flows.len() => vec![n],
-        (None, Some(n)) => bail!(
-            "{display}: --stream {n}: there are {} flow(s), numbered from 0",
-            flows.len()
-        ),
-        (None, None) => (0..flows.len())
+        kept
+    } else {
+        (0..flows.len())
             .filter(|&i| flows[i].packets.len() >= MIN_FLOW_PACKETS)
-            .collect(),
+            .collect()
     };
     let small = flows.len() - chosen.len();
-    if args.flow.is_none() && args.stream.is_none() && small > 0 {
+    if !selected && small > 0 {
         eprintln!(
             "note: {display}: {small} flow(s) with fewer than {MIN_FLOW_PACKETS} packets not \
-             studied (select one with --stream N)"
+             studied (select one with --flow SRC-DST or --stream N)"
         );
     }
     let results: Vec<(usize, Discovery)> = chosen
@@ -144,6 +165,7 @@ fn read_flows(path: &Path, filter: Option<&Filter>) -> Result<Vec<Flow>> {
                 src,
                 dst,
                 packets: Vec::new(),
+                stream: None,
             });
             flows.len() - 1
         });
@@ -259,7 +281,8 @@ fn analysis_json(a: &Analysis) -> Value {
 fn stream_json(i: usize, flow: &Flow, d: &Discovery) -> Value {
     let best = d.best();
     json!({
-        "stream": i,
+        "stream": flow.stream,
+        "flow_index": i,
         "flow": flow.name(),
         "src": flow.src.map(|e| e.0.to_string()),
         "dst": flow.dst.map(|e| e.0.to_string()),
@@ -370,7 +393,10 @@ fn print_stream(out: &mut impl Write, i: usize, flow: &Flow, d: &Discovery) -> R
         (Some(s), Some(t)) => format!("{} -> {}", s.0, t.0),
         _ => "(no endpoints)".to_owned(),
     };
-    writeln!(out, "stream {i}  {ends}  {} packets", d.packets)?;
+    let name = flow
+        .stream
+        .map_or_else(|| format!("flow {i}"), |s| format!("stream {s}"));
+    writeln!(out, "{name}  {ends}  {} packets", d.packets)?;
     match &d.split {
         Some(s) => {
             writeln!(

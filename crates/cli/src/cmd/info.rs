@@ -31,7 +31,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let stats = stream_stats(&decoded);
     let mut out = io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &info_json(&decoded, &stats, capture.as_ref()))?;
+        // Rendered first, so that a closed pipe is the I/O error `main` recognises.
+        out.write_all(
+            serde_json::to_string_pretty(&info_json(&decoded, &stats, capture.as_ref()))?
+                .as_bytes(),
+        )?;
         writeln!(out)?;
         return Ok(());
     }

@@ -209,7 +209,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         if keep_samples {
             doc["samples"] = Value::Array(samples);
         }
-        serde_json::to_writer_pretty(&mut out, &doc)?;
+        // Rendered first, so that a closed pipe is the I/O error `main` recognises.
+        out.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
         writeln!(out)?;
     } else {
         writeln!(out, "policy {policy}")?;
@@ -269,7 +270,8 @@ fn run_playout(
             })
             .collect();
         let doc = json!({"mode": "playout", "policy": policy.to_string(), "metrics": total, "streams": streams});
-        serde_json::to_writer_pretty(&mut out, &doc)?;
+        // Rendered first, so that a closed pipe is the I/O error `main` recognises.
+        out.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
         writeln!(out)?;
     } else {
         writeln!(out, "playout, policy {policy}")?;

@@ -85,7 +85,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             "traces": names,
             "frontier": t.frontier.iter().map(|&c| policies[c].to_string()).collect::<Vec<_>>(),
         });
-        serde_json::to_writer_pretty(&mut out, &doc)?;
+        // Rendered first, so that a closed pipe is the I/O error `main` recognises.
+        out.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
         writeln!(out)?;
     } else {
         print_text(&mut out, &t, &policies, &names, &constraints)?;

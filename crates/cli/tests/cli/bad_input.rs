@@ -312,3 +312,31 @@ fn a_full_output_device_is_a_one_line_error() {
         );
     }
 }
+
+/// `jitterlab info --json … | head -1`: the reader closing the pipe early is not an error
+/// (exit 0, nothing on stderr), for a document far larger than the pipe's buffer.
+#[test]
+fn a_closed_pipe_ends_json_output_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = seed_trace(dir.path());
+    let bin = assert_cmd::cargo::cargo_bin("jitterlab");
+    // 20,000 sampled frames: a document of megabytes, far beyond a pipe's 64 KiB.
+    let at: Vec<String> = (0..20_000).map(|t| t.to_string()).collect();
+    let replay = format!(
+        "replay --json --policy fixed:delay=100ms --at {}",
+        at.join(",")
+    );
+    for (name, cmd) in [("info", "info --json"), ("replay", replay.as_str())] {
+        let script = format!(
+            "'{}' {cmd} '{}' | head -c 1 > /dev/null; exit ${{PIPESTATUS[0]}}",
+            bin.display(),
+            trace.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && err.is_empty(), "{name}: {err}");
+    }
+}
