@@ -89,6 +89,61 @@ fn start_relay(port: u16, upstream: u16, out: &Path, impair: &str) -> Child {
     child
 }
 
+/// dumpcap (Wireshark's capture engine, from the tshark package) recording both legs of the
+/// relay on loopback into a pcapng; `None` (skipped, with a message) where it is missing or
+/// may not capture, unless `JITTERLAB_REQUIRE_PEERS` is set.
+fn start_dumpcap(ports: [u16; 2], out: &Path) -> Option<Child> {
+    let filter = format!("udp port {} or udp port {}", ports[0], ports[1]);
+    let child = Command::new("dumpcap")
+        .args(["-q", "-i", "lo", "-f", &filter, "-w"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+                "JITTERLAB_REQUIRE_PEERS is set but dumpcap cannot start: {e}"
+            );
+            eprintln!("skipped the pcap leg: dumpcap cannot start ({e}; apt-get install tshark)");
+            return None;
+        }
+    };
+    let start = Instant::now();
+    while !out.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            assert!(
+                std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+                "JITTERLAB_REQUIRE_PEERS is set but dumpcap exited: {status}"
+            );
+            eprintln!("skipped the pcap leg: dumpcap may not capture here ({status})");
+            return None;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "dumpcap never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The file exists once the capture is open; give the kernel filter a moment.
+    std::thread::sleep(Duration::from_millis(300));
+    Some(child)
+}
+
+/// Stops dumpcap with SIGINT, which makes it finish the file.
+fn stop_dumpcap(child: Child) {
+    std::thread::sleep(Duration::from_millis(200));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "dumpcap failed");
+}
+
 /// Stops the relay with SIGINT; returns how many datagrams its summary says it dropped.
 fn stop_relay(child: Child) -> usize {
     let status = Command::new("kill")
@@ -357,7 +412,9 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("enet.jtr");
+    let pcap = dir.path().join("enet.pcapng");
     let (relay_port, server_port) = (free_port(), free_port());
+    let dumpcap = start_dumpcap([relay_port, server_port], &pcap);
     let relay = start_relay(
         relay_port,
         server_port,
@@ -372,6 +429,9 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
     );
     let summary_dropped = stop_relay(relay);
     let log = peer.finish();
+    if let Some(d) = dumpcap {
+        stop_dumpcap(d);
+    }
     let recs = records(&trace);
 
     let down = Leg::of(&recs, Direction::ToClient);
@@ -415,6 +475,35 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
         lane(&down_d[1], "channel 0 unreliable").len(),
         lane(&up_d[1], "channel 0 unreliable").len(),
     );
+    if pcap.exists() {
+        // The same traffic as the kernel saw it on both legs: what the server sent towards the
+        // relay is what entered the relay, what the relay sent the client is what it forwarded.
+        let info = crate::util::json(&["info".as_ref(), "--json".as_ref(), pcap.as_os_str()]);
+        let snapshots_from = |port: u16| -> u64 {
+            info["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| {
+                    s["protocol"] == "enet"
+                        && s["lane"] == "channel 0 unreliable"
+                        && s["flow"]["src"] == format!("127.0.0.1:{port}").as_str()
+                })
+                .map(|s| s["packets"].as_u64().unwrap())
+                .sum()
+        };
+        let lane0 = "channel 0 unreliable";
+        assert_eq!(
+            snapshots_from(server_port),
+            lane(&down_d[0], lane0).len() as u64,
+            "pcap: server → relay snapshots != what entered the relay: {info}"
+        );
+        assert_eq!(
+            snapshots_from(relay_port),
+            lane(&down_d[1], lane0).len() as u64,
+            "pcap: relay → client snapshots != what the relay forwarded"
+        );
+    }
     let [ingress, forwarded, _] = &down_d;
     assert_eq!(
         control(ingress, "fragment"),
