@@ -29,6 +29,8 @@ struct Flow {
     evidence: Option<Evidence>,
     /// Its summary in [`Decoded::flows`] (received records only).
     summary: Option<usize>,
+    /// Its number in the stream decoder (shared by received and ground-truth records).
+    pair: u32,
 }
 
 /// Decodes records one by one into a [`Decoded`], as [`decode_trace`] and capture imports do.
@@ -43,8 +45,6 @@ pub struct Collector {
     /// index in the input and flow.
     waiting: VecDeque<(Record, u64, usize)>,
     out: Decoded,
-    /// Samples of the record being decoded.
-    buf: Vec<super::Sample>,
     records: u64,
 }
 
@@ -86,7 +86,6 @@ impl Collector {
             flows: Vec::new(),
             waiting: VecDeque::new(),
             out: Decoded::default(),
-            buf: Vec::new(),
             records: 0,
         })
     }
@@ -130,10 +129,12 @@ impl Collector {
                 if let (Some(s), Some((_, name))) = (summary, named) {
                     self.out.flows[s].protocol = name;
                 }
+                let pair = self.decoder.pair_of(rec.src, rec.dst);
                 self.flows.push(Flow {
                     read: named.map(|(r, _)| r),
                     evidence: named.is_none().then(Evidence::new),
                     summary,
+                    pair,
                 });
                 self.keys.insert(key, i);
                 i
@@ -223,29 +224,38 @@ impl Collector {
             return;
         };
         let summary = self.flows[i].summary;
-        let flows = &mut self.out.flows;
-        let result = self.decoder.decode_all(read, rec, &mut self.buf, |what| {
+        let Decoded {
+            samples,
+            truth,
+            flows,
+            ..
+        } = &mut self.out;
+        // Samples go straight where they belong; a packet that fails leaves none behind.
+        let out = if rec.kind() == RecordKind::Sent {
+            truth
+        } else {
+            samples
+        };
+        let before = out.len();
+        let pair = self.flows[i].pair;
+        let result = self.decoder.decode_all(read, rec, pair, out, |what| {
             if let Some(s) = summary {
                 *flows[s].counted.entry(what).or_default() += 1;
             }
         });
-        match result {
-            Ok(()) if rec.kind() == RecordKind::Sent => self.out.truth.append(&mut self.buf),
-            Ok(()) => self.out.samples.append(&mut self.buf),
-            Err(err) => {
-                self.buf.clear();
-                if let Some(s) = summary {
-                    let f = &mut self.out.flows[s];
-                    f.skipped += 1;
-                    f.skip_example
-                        .get_or_insert_with(|| format!("record {index}: {err}"));
-                }
-                self.out.skipped += 1;
-                if self.out.skip_examples.len() < MAX_SKIP_EXAMPLES {
-                    self.out
-                        .skip_examples
-                        .push(format!("record {index}: {err}"));
-                }
+        if let Err(err) = result {
+            out.truncate(before);
+            if let Some(s) = summary {
+                let f = &mut self.out.flows[s];
+                f.skipped += 1;
+                f.skip_example
+                    .get_or_insert_with(|| format!("record {index}: {err}"));
+            }
+            self.out.skipped += 1;
+            if self.out.skip_examples.len() < MAX_SKIP_EXAMPLES {
+                self.out
+                    .skip_examples
+                    .push(format!("record {index}: {err}"));
             }
         }
     }

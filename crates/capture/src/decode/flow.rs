@@ -108,7 +108,7 @@ fn is_turn_channel(p: &[u8]) -> bool {
 /// An RTCP compound: every packet version 2 with its length inside the datagram. The first
 /// packet's type is one RTCP defines (200–207) or the lengths add up exactly; SRTCP's trailer
 /// (index and tag) may follow an encrypted compound, so the first packet alone decides there.
-fn is_rtcp(p: &[u8]) -> bool {
+pub(super) fn is_rtcp(p: &[u8]) -> bool {
     if p.len() < 8 || !(192..=223).contains(&p[1]) {
         return false;
     }

@@ -13,36 +13,20 @@ use crate::sdp::RtpMap;
 use crate::time::Nanos;
 use crate::trace::{Direction, Endpoint, Record, RecordKind};
 
+/// What a stream is within its flow. Flows are numbered (`pair`: one per source and
+/// destination), so that telling whether a packet belongs to the previous packet's stream
+/// compares a few integers, not socket addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum StreamKey {
-    Rtp {
-        ssrc: u32,
-        src: Option<Endpoint>,
-        dst: Option<Endpoint>,
-    },
-    Probe {
-        stream: u32,
-        direction: Direction,
-    },
-    Flow {
-        stream: u32,
-        src: Option<Endpoint>,
-        dst: Option<Endpoint>,
-    },
-    Lane {
-        transport: Transport,
-        lane: u32,
-        src: Option<Endpoint>,
-        dst: Option<Endpoint>,
-    },
-    Plain {
-        src: Option<Endpoint>,
-        dst: Option<Endpoint>,
-    },
+    Rtp { ssrc: u32, pair: u32 },
+    Probe { stream: u32, direction: Direction },
+    Flow { stream: u32, pair: u32 },
+    Lane { transport: Transport, lane: u32, pair: u32 },
+    Plain { pair: u32 },
 }
 
-/// A flow's source and destination, and whether its records are ground truth.
-type FlowSide = (Option<Endpoint>, Option<Endpoint>, bool);
+/// A flow's number and whether its records are ground truth.
+type FlowSide = (u32, bool);
 
 /// How one record is read: what its flow is (see [`super::flow`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +99,8 @@ pub struct StreamDecoder {
     parsers: HashMap<FlowSide, Box<dyn Parser>>,
     /// Per stream: whether a transport message came without a send time.
     unstamped: Vec<bool>,
+    /// Flow numbers (see `pair_of`).
+    pairs: HashMap<(Option<Endpoint>, Option<Endpoint>), u32>,
 }
 
 impl StreamDecoder {
@@ -129,6 +115,7 @@ impl StreamDecoder {
             streams: Vec::new(),
             parsers: HashMap::new(),
             unstamped: Vec::new(),
+            pairs: HashMap::new(),
         }
     }
 
@@ -210,7 +197,8 @@ impl StreamDecoder {
         };
         let mut out = Vec::with_capacity(1);
         let mut counted = None;
-        self.decode_all(read, rec, &mut out, |what| counted = Some(what))?;
+        let pair = self.pair_of(rec.src, rec.dst);
+        self.decode_all(read, rec, pair, &mut out, |what| counted = Some(what))?;
         match (out.pop(), counted) {
             (Some(sample), _) if out.is_empty() => Ok(sample),
             (Some(_), _) => Err(DecodeError::new("the datagram holds several messages")),
@@ -219,7 +207,14 @@ impl StreamDecoder {
         }
     }
 
-    /// Decodes one record read as `read` into the samples it carries (none, one, or several
+    /// The number of the flow from `src` to `dst` (received and ground-truth records of one
+    /// flow share it, so that their streams are the same).
+    pub(super) fn pair_of(&mut self, src: Option<Endpoint>, dst: Option<Endpoint>) -> u32 {
+        let next = self.pairs.len() as u32;
+        *self.pairs.entry((src, dst)).or_insert(next)
+    }
+
+    /// Decodes one record of flow `pair` (see [`Self::pair_of`]) read as `read` into the samples it carries (none, one, or several
     /// for a transport), appended to `out`; packets or control messages that are counted
     /// apart (RTCP, STUN, a transport's acknowledgements) are passed to `counted` by name.
     ///
@@ -229,18 +224,16 @@ impl StreamDecoder {
         &mut self,
         read: Read,
         rec: &Record,
+        pair: u32,
         out: &mut Vec<Sample>,
         mut counted: impl FnMut(&'static str),
     ) -> Result<(), DecodeError> {
         let slot = usize::from(rec.kind() == RecordKind::Sent);
         match read {
             Read::Probe => out.push(self.probe(rec)?),
-            Read::Layout => out.push(self.layout(rec, slot)?),
+            Read::Layout => out.push(self.layout(rec, pair, slot)?),
             Read::Plain => {
-                let key = StreamKey::Plain {
-                    src: rec.src,
-                    dst: rec.dst,
-                };
+                let key = StreamKey::Plain { pair };
                 let periodic = matches!(self.config.kind, DecoderKind::Periodic);
                 let stream = self.stream_for(key, rec, || Origin {
                     protocol: if periodic { "periodic" } else { "udp" },
@@ -255,9 +248,17 @@ impl StreamDecoder {
                 state.packets += 1;
                 out.push(Sample::new(stream, seq, Nanos::ZERO, rec.time));
             }
-            Read::Transport(t) => self.transport(t, rec, slot, out, &mut counted)?,
+            Read::Transport(t) => self.transport(t, rec, pair, slot, out, &mut counted)?,
+            // RTP's first byte, and not RTCP: straight to the RTP parser, which names what is
+            // wrong (the common case, parsed once).
+            Read::Media
+                if matches!(rec.payload.first(), Some(128..=191))
+                    && !super::flow::is_rtcp(&rec.payload) =>
+            {
+                out.push(self.rtp(rec, pair, slot)?);
+            }
             Read::Media => match PacketKind::of(&rec.payload) {
-                PacketKind::Rtp => out.push(self.rtp(rec, slot)?),
+                PacketKind::Rtp => out.push(self.rtp(rec, pair, slot)?),
                 PacketKind::Probe if matches!(self.config.kind, DecoderKind::Auto) => {
                     out.push(self.probe(rec)?);
                 }
@@ -266,7 +267,7 @@ impl StreamDecoder {
                 | PacketKind::Dtls
                 | PacketKind::TurnChannel) => counted(kind.name()),
                 // The RTP parser names what is wrong with it.
-                PacketKind::Probe | PacketKind::Other => out.push(self.rtp(rec, slot)?),
+                PacketKind::Probe | PacketKind::Other => out.push(self.rtp(rec, pair, slot)?),
             },
         }
         Ok(())
@@ -295,7 +296,7 @@ impl StreamDecoder {
         })
     }
 
-    fn layout(&mut self, rec: &Record, slot: usize) -> Result<Sample, DecodeError> {
+    fn layout(&mut self, rec: &Record, pair: u32, slot: usize) -> Result<Sample, DecodeError> {
         let DecoderKind::Layout(layout) = &self.config.kind else {
             return Err(DecodeError::new("no layout spec given"));
         };
@@ -303,8 +304,7 @@ impl StreamDecoder {
         let fresh = layout.wraps();
         let key = StreamKey::Flow {
             stream: d.stream,
-            src: rec.src,
-            dst: rec.dst,
+            pair,
         };
         let stream = self.stream_for(key, rec, || Origin {
             protocol: "layout",
@@ -329,13 +329,14 @@ impl StreamDecoder {
         &mut self,
         t: Transport,
         rec: &Record,
+        pair: u32,
         slot: usize,
         out: &mut Vec<Sample>,
         counted: &mut impl FnMut(&'static str),
     ) -> Result<(), DecodeError> {
         let datagram = self
             .parsers
-            .entry((rec.src, rec.dst, slot == 1))
+            .entry((pair, slot == 1))
             .or_insert_with(|| t.parser())
             .parse(&rec.payload)?;
         for &what in &datagram.control {
@@ -345,8 +346,7 @@ impl StreamDecoder {
             let key = StreamKey::Lane {
                 transport: t,
                 lane: m.lane,
-                src: rec.src,
-                dst: rec.dst,
+                pair,
             };
             let stamped = m.send.is_some();
             let lane = m.lane_name;
@@ -390,13 +390,9 @@ impl StreamDecoder {
         Ok(())
     }
 
-    fn rtp(&mut self, rec: &Record, slot: usize) -> Result<Sample, DecodeError> {
+    fn rtp(&mut self, rec: &Record, pair: u32, slot: usize) -> Result<Sample, DecodeError> {
         let h = rtp::RtpHeader::parse(&rec.payload)?;
-        let key = StreamKey::Rtp {
-            ssrc: h.ssrc,
-            src: rec.src,
-            dst: rec.dst,
-        };
+        let key = StreamKey::Rtp { ssrc: h.ssrc, pair };
         let stream = self.stream_for(key, rec, || Origin {
             protocol: "rtp",
             ssrc: Some(h.ssrc),

@@ -344,7 +344,9 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
         "lane": info.lane,
         "send_times": info.has_send_times(),
         "bytes": flow.map(|f| f.bytes),
-        "timing": timing_json(&stream_timing(decoded, info)),
+        // RTP streams have their deltas in `wireshark`; their intervals would cost a pass and
+        // a copy of every arrival (a million-packet call's worth) for figures already there.
+        "timing": info.ssrc.is_none().then(|| timing_json(&stream_timing(decoded, info))),
         "period": is_plain(info)
             .then(|| plain_period(decoded, info))
             .flatten()
