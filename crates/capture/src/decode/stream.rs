@@ -18,11 +18,26 @@ use crate::trace::{Direction, Endpoint, Record, RecordKind};
 /// compares a few integers, not socket addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum StreamKey {
-    Rtp { ssrc: u32, pair: u32 },
-    Probe { stream: u32, direction: Direction },
-    Flow { stream: u32, pair: u32 },
-    Lane { transport: Transport, lane: u32, pair: u32 },
-    Plain { pair: u32 },
+    Rtp {
+        ssrc: u32,
+        pair: u32,
+    },
+    Probe {
+        stream: u32,
+        direction: Direction,
+    },
+    Flow {
+        stream: u32,
+        pair: u32,
+    },
+    Lane {
+        transport: Transport,
+        lane: u32,
+        pair: u32,
+    },
+    Plain {
+        pair: u32,
+    },
 }
 
 /// A flow's number and whether its records are ground truth.

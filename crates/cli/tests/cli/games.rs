@@ -84,6 +84,31 @@ fn conversations(text: &str) -> Vec<(String, String, u64)> {
     out
 }
 
+/// Checks every flow of a `.tshark.txt` per-direction table against `info`: a plain UDP stream
+/// with its packet count, and rate and inter-arrival p50, p99 and max within 1 %. Returns the
+/// rows checked.
+fn agrees_with_table(info: &Value, text: &str) -> usize {
+    let table = per_direction_table(text);
+    for (flow, pkts, pps, p50, p99, max) in &table {
+        let s = stream_on(info, flow);
+        assert_eq!(s["protocol"], "udp", "{flow}");
+        assert_eq!(s["packets"], *pkts, "{flow}");
+        let t = &s["timing"];
+        for (what, ours, theirs) in [
+            ("rate", t["rate_pps"].as_f64().unwrap(), *pps),
+            ("p50", t["iat_ms"]["p50"].as_f64().unwrap(), *p50),
+            ("p99", t["iat_ms"]["p99"].as_f64().unwrap(), *p99),
+            ("max", t["iat_ms"]["max"].as_f64().unwrap(), *max),
+        ] {
+            assert!(
+                within_1pct(ours, theirs),
+                "{flow} {what}: {ours} vs {theirs}"
+            );
+        }
+    }
+    table.len()
+}
+
 #[test]
 fn nintendo_game_flows_are_what_tshark_counts_and_no_stray_rtp() {
     let Some(data) = shared_data() else { return };
@@ -104,25 +129,7 @@ fn nintendo_game_flows_are_what_tshark_counts_and_no_stray_rtp() {
         assert_eq!(ours[0]["packets"], *frames, "{src}->{dst}");
     }
     // The game flows, at tshark's rates and inter-arrival times.
-    let table = per_direction_table(&text);
-    assert_eq!(table.len(), 4);
-    for (flow, pkts, pps, p50, p99, max) in table {
-        let s = stream_on(&info, &flow);
-        assert_eq!(s["protocol"], "udp", "{flow}");
-        assert_eq!(s["packets"], pkts, "{flow}");
-        let t = &s["timing"];
-        for (what, ours, theirs) in [
-            ("rate", t["rate_pps"].as_f64().unwrap(), pps),
-            ("p50", t["iat_ms"]["p50"].as_f64().unwrap(), p50),
-            ("p99", t["iat_ms"]["p99"].as_f64().unwrap(), p99),
-            ("max", t["iat_ms"]["max"].as_f64().unwrap(), max),
-        ] {
-            assert!(
-                within_1pct(ours, theirs),
-                "{flow} {what}: {ours} vs {theirs}"
-            );
-        }
-    }
+    assert_eq!(agrees_with_table(&info, &text), 4);
     // DNS answers and one-packet flows are not RTP streams.
     for s in info["streams"].as_array().unwrap() {
         assert_ne!(s["protocol"], "rtp", "{s}");
@@ -164,22 +171,7 @@ fn firefall_flows_have_the_interarrival_times_of_tsharks_packet_times() {
     let streams = info["streams"].as_array().unwrap();
     assert_eq!(streams.len(), 4, "no stream made of stray packets");
     // The reference table's figures (computed from tshark's times when the data was made).
-    for (flow, pkts, pps, p50, p99, max) in per_direction_table(&text) {
-        let s = stream_on(&info, &flow);
-        assert_eq!(s["packets"], pkts, "{flow}");
-        let t = &s["timing"];
-        for (what, ours, theirs) in [
-            ("rate", t["rate_pps"].as_f64().unwrap(), pps),
-            ("p50", t["iat_ms"]["p50"].as_f64().unwrap(), p50),
-            ("p99", t["iat_ms"]["p99"].as_f64().unwrap(), p99),
-            ("max", t["iat_ms"]["max"].as_f64().unwrap(), max),
-        ] {
-            assert!(
-                within_1pct(ours, theirs),
-                "{flow} {what}: {ours} vs {theirs}"
-            );
-        }
-    }
+    assert_eq!(agrees_with_table(&info, &text), 2);
     let Some(tshark) = tshark() else { return };
     let out = Command::new(tshark)
         .args(["-n", "-r"])

@@ -13,6 +13,7 @@ mod contracts;
 mod discover;
 mod games;
 mod live;
+mod peers;
 mod raknet;
 mod report;
 mod sweep;

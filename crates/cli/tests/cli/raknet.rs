@@ -7,94 +7,23 @@
 //! `JITTERLAB_REQUIRE_PEERS` is set (as `.ci/run` does after `pip install raknet`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
 
+use jitterlab_capture::Record;
 use jitterlab_capture::decode::transport::raknet::{
     LANE_RELIABLE, LANE_UNRELIABLE, lane_sequenced,
 };
 use jitterlab_capture::decode::transport::{Datagram, Transport};
 use jitterlab_capture::trace::{Direction, RecordKind};
-use jitterlab_capture::{Reader, Record};
 use serde_json::Value;
 
+use crate::peers::{free_port, have_python_module, interrupt, records, start_relay};
 use crate::util::{jitterlab, json};
 
 fn harness() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/raknet_peer.py")
-}
-
-/// Whether the RakNet bindings import; otherwise skips (or fails when peers are required).
-fn have_peer() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import raknet"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
-            "JITTERLAB_REQUIRE_PEERS is set but the raknet bindings are not installed (pip install raknet==0.3.0)"
-        );
-        eprintln!(
-            "skipped: the raknet Python bindings are not installed (pip install raknet==0.3.0)"
-        );
-    }
-    ok
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts the recording relay and waits until its output file exists (its socket is up).
-fn start_relay(listen: u16, upstream: u16, out: &Path, impair: &str) -> Child {
-    let child = Command::new(assert_cmd::cargo::cargo_bin("jitterlab"))
-        .args(["capture", "--listen", &listen.to_string()])
-        .args(["--forward", &format!("127.0.0.1:{upstream}")])
-        .args(["--impair", impair, "-o"])
-        .arg(out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while !out.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the relay never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    child
-}
-
-/// Stops the relay with SIGINT and returns its stderr.
-fn interrupt(child: Child) -> String {
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "capture failed: {err}");
-    err
-}
-
-fn records(path: &Path) -> Vec<Record> {
-    let mut r = Reader::open(path).unwrap();
-    let mut out = Vec::new();
-    while let Some(rec) = r.read_record().unwrap() {
-        out.push(rec);
-    }
-    out
 }
 
 /// Parses one direction's datagrams with one parser, as a receiver would see them.
@@ -247,7 +176,7 @@ impl<'a> Leg<'a> {
 
 #[test]
 fn real_raknet_through_the_relay_decodes_as_the_applications_logged() {
-    if !have_peer() {
+    if !have_python_module("raknet", "pip install raknet==0.3.0") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -316,10 +245,16 @@ fn real_raknet_through_the_relay_decodes_as_the_applications_logged() {
     // reassembled; the ordering index is the application's counter; retransmitted copies
     // are duplicates.
     let (unique, _, lost) = tally(&lanes[&1]);
-    assert_eq!(
-        unique.into_iter().collect::<Vec<_>>(),
-        logged(&log, "client", "received", "state")
-    );
+    let decoded_states: Vec<u64> = unique.into_iter().collect();
+    let received_states = logged(&log, "client", "received", "state");
+    if log["undelivered_at_end"] == true {
+        // RakNet itself did not deliver the last reliable message within 10 s (a stalled,
+        // loaded machine): what the game received is then a prefix of what the wire carried.
+        eprintln!("note: RakNet left a reliable message undelivered; comparing as a prefix");
+        assert!(decoded_states.starts_with(&received_states));
+    } else {
+        assert_eq!(decoded_states, received_states);
+    }
     assert_eq!(lost, 0);
     assert!(count(&got, "fragment") > 0, "the state messages were split");
     let state_lens: Vec<usize> = got
@@ -335,10 +270,12 @@ fn real_raknet_through_the_relay_decodes_as_the_applications_logged() {
     let lanes = by_lane(&got);
     // Chat, RELIABLE: each arrives once, copies are duplicates the parser marks as such.
     let (unique, dups, lost) = tally(&lanes[&LANE_RELIABLE]);
-    assert_eq!(
-        unique.len(),
-        logged(&log, "server", "received", "chat").len()
-    );
+    let chats = logged(&log, "server", "received", "chat").len();
+    if log["undelivered_at_end"] == true {
+        assert!(unique.len() >= chats);
+    } else {
+        assert_eq!(unique.len(), chats);
+    }
     assert_eq!(lost, 0);
     let marked = got
         .iter()
