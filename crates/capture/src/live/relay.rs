@@ -2,6 +2,7 @@
 //! both ways through a socket per client and recorded with their [`Direction`].
 
 use std::collections::HashMap;
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
@@ -106,7 +107,21 @@ impl Relay {
     ) -> Result<(), Error> {
         let up = Arc::new(sock.socket().try_clone()?);
         while !shared.stopping() {
-            let Some(d) = sock.recv()? else { continue };
+            let d = match sock.recv() {
+                Ok(Some(d)) => d,
+                Ok(None) => continue,
+                // The kernel reporting that an earlier datagram to the upstream was refused
+                // (ICMP port unreachable: the server closed its port). Counted with the sends
+                // refused, and the relay carries on, as the server may come back.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    shared
+                        .counters
+                        .send_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             if d.from != self.upstream {
                 continue; // connected sockets only see the upstream; belt and braces
             }

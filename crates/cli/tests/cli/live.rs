@@ -238,6 +238,33 @@ fn relay_forwards_and_records_both_directions() {
     );
 }
 
+/// A server that goes away: datagrams the relay forwards to a closed port are refused (ICMP
+/// port unreachable, reported on the relay's next receive); the relay counts them and keeps
+/// recording instead of stopping.
+#[test]
+fn relay_counts_a_closed_upstream_and_keeps_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = free_port();
+    let p_relay = free_port();
+    let out = dir.path().join("relay.jtr");
+    let relay = start_capture(p_relay, &out, &["--forward", &closed.to_string()]);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..20u32 {
+        client
+            .send_to(&i.to_be_bytes(), ("127.0.0.1", p_relay))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let err = interrupt(relay);
+    assert!(err.contains("sends refused by the kernel"), "{err}");
+    let up = records(&out)
+        .iter()
+        .filter(|r| r.direction() == Direction::ToUpstream)
+        .count();
+    assert_eq!(up, 20, "every datagram recorded: {err}");
+}
+
 /// Ctrl-C and SIGTERM both finish the file cleanly with a summary.
 #[test]
 fn capture_sigterm_and_sigint_finish_cleanly() {
