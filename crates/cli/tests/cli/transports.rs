@@ -340,35 +340,13 @@ fn enet_through_the_relay_decodes_as_the_applications_logged() {
         lane(&down_d[1], "channel 0 unreliable").len(),
         lane(&up_d[1], "channel 0 unreliable").len(),
     );
-    if pcap.exists() {
-        // The same traffic as the kernel saw it on both legs: what the server sent towards the
-        // relay is what entered the relay, what the relay sent the client is what it forwarded.
-        let info = crate::util::json(&["info".as_ref(), "--json".as_ref(), pcap.as_os_str()]);
-        let snapshots_from = |port: u16| -> u64 {
-            info["streams"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|s| {
-                    s["protocol"] == "enet"
-                        && s["lane"] == "channel 0 unreliable"
-                        && s["flow"]["src"] == format!("127.0.0.1:{port}").as_str()
-                })
-                .map(|s| s["packets"].as_u64().unwrap())
-                .sum()
-        };
-        let lane0 = "channel 0 unreliable";
-        assert_eq!(
-            snapshots_from(server_port),
-            lane(&down_d[0], lane0).len() as u64,
-            "pcap: server → relay snapshots != what entered the relay: {info}"
-        );
-        assert_eq!(
-            snapshots_from(relay_port),
-            lane(&down_d[1], lane0).len() as u64,
-            "pcap: relay → client snapshots != what the relay forwarded"
-        );
-    }
+    check_pcap(
+        &pcap,
+        "enet",
+        "channel 0 unreliable",
+        [server_port, relay_port],
+        &down_d,
+    );
     let [ingress, forwarded, _] = &down_d;
     assert_eq!(
         control(ingress, "fragment"),
@@ -444,6 +422,45 @@ fn check_cli(trace: &Path, protocol: &str, lane_name: &str, down: usize, up: usi
     );
 }
 
+/// The same traffic as the kernel saw it on both legs (dumpcap's pcapng, when it ran): the
+/// `lane_name` messages the server sent towards the relay are what entered the relay, those
+/// the relay sent the client what it forwarded (`ports`: the server's, the relay's).
+fn check_pcap(
+    pcap: &Path,
+    protocol: &str,
+    lane_name: &str,
+    ports: [u16; 2],
+    down: &[Vec<Datagram>; 3],
+) {
+    if !pcap.exists() {
+        return;
+    }
+    let info = crate::util::json(&["info".as_ref(), "--json".as_ref(), pcap.as_os_str()]);
+    let from = |port: u16| -> u64 {
+        info["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                s["protocol"] == protocol
+                    && s["lane"] == lane_name
+                    && s["flow"]["src"] == format!("127.0.0.1:{port}").as_str()
+            })
+            .map(|s| s["packets"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        from(ports[0]),
+        lane(&down[0], lane_name).len() as u64,
+        "pcap: server → relay {lane_name} != what entered the relay: {info}"
+    );
+    assert_eq!(
+        from(ports[1]),
+        lane(&down[1], lane_name).len() as u64,
+        "pcap: relay → client {lane_name} != what the relay forwarded"
+    );
+}
+
 /// A KCP lane's PUSH sequence numbers, counted per number (copies).
 fn copies(datagrams: &[Datagram]) -> BTreeMap<u64, usize> {
     let mut m = BTreeMap::new();
@@ -495,7 +512,9 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("kcp.jtr");
+    let pcap = dir.path().join("kcp.pcapng");
     let (relay_port, server_port) = (free_port(), free_port());
+    let dumpcap = start_dumpcap([relay_port, server_port], &pcap);
     let relay = start_relay(relay_port, server_port, &trace, "loss=5%,seed=11");
     let peer = Peer::run(
         "kcp_peer.py",
@@ -505,6 +524,9 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
     );
     let summary_dropped = stop_relay(relay);
     let log = peer.finish();
+    if let Some(d) = dumpcap {
+        stop_dumpcap(d);
+    }
     let recs = records(&trace);
 
     let down = Leg::of(&recs, Direction::ToClient);
@@ -538,6 +560,7 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
         lane(&down_d[1], &conv).len(),
         lane(&up_d[1], &conv).len(),
     );
+    check_pcap(&pcap, "kcp", &conv, [server_port, relay_port], &down_d);
     // Dropped data came again: at least as many retransmitted copies as dropped ones.
     assert!(
         snaps.0 >= snaps.1 && inputs.0 >= inputs.1,
