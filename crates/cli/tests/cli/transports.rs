@@ -270,43 +270,82 @@ fn check_enet_lane(
     (sent.len() - on_wire.len(), lost, through.len() - kept.len())
 }
 
+/// One run of a harness (`tests/peers/SCRIPT`) through the impaired relay, recorded in a
+/// trace and, where dumpcap runs, in a pcapng; the relay's drops are checked against the trace
+/// (a datagram that entered the relay with no forwarded copy is one it dropped).
+struct Session {
+    /// Holds the files until the test ends.
+    dir: tempfile::TempDir,
+    trace: PathBuf,
+    pcap: PathBuf,
+    /// The server's port and the relay's.
+    ports: [u16; 2],
+    /// The harness's log.
+    log: Value,
+    /// What the relay's summary says the impairment dropped.
+    dropped: usize,
+    /// Server to client, and client to server, as the relay recorded them.
+    down: Leg,
+    up: Leg,
+}
+
+impl Session {
+    fn run(script: &'static str, impair: &str) -> Self {
+        let name = script.trim_end_matches("_peer.py");
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join(format!("{name}.jtr"));
+        let pcap = dir.path().join(format!("{name}.pcapng"));
+        let (relay_port, server_port) = (free_port(), free_port());
+        let dumpcap = start_dumpcap([relay_port, server_port], &pcap);
+        let relay = start_relay(relay_port, server_port, &trace, impair);
+        let peer = Peer::run(
+            script,
+            server_port,
+            relay_port,
+            &dir.path().join(format!("{name}.json")),
+        );
+        let dropped = stop_relay(relay);
+        let log = peer.finish();
+        if let Some(d) = dumpcap {
+            stop_dumpcap(d);
+        }
+        let recs = records(&trace);
+        let down = Leg::of(&recs, Direction::ToClient);
+        let up = Leg::of(&recs, Direction::ToUpstream);
+        assert_eq!(
+            down.dropped() + up.dropped(),
+            dropped,
+            "datagrams without a forwarded copy != the relay's 'impairment dropped'"
+        );
+        assert!(dropped > 0, "5 % loss dropped nothing");
+        Self {
+            dir,
+            trace,
+            pcap,
+            ports: [server_port, relay_port],
+            log,
+            dropped,
+            down,
+            up,
+        }
+    }
+}
+
 #[test]
 fn enet_through_the_relay_decodes_as_the_applications_logged() {
     if !have_python_module("enet", "pip install pyenet") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("enet.jtr");
-    let pcap = dir.path().join("enet.pcapng");
-    let (relay_port, server_port) = (free_port(), free_port());
-    let dumpcap = start_dumpcap([relay_port, server_port], &pcap);
-    let relay = start_relay(
-        relay_port,
-        server_port,
-        &trace,
-        "loss=5%,reorder=10%,seed=7",
-    );
-    let peer = Peer::run(
-        "enet_peer.py",
-        server_port,
-        relay_port,
-        &dir.path().join("enet.json"),
-    );
-    let summary_dropped = stop_relay(relay);
-    let log = peer.finish();
-    if let Some(d) = dumpcap {
-        stop_dumpcap(d);
-    }
-    let recs = records(&trace);
-
-    let down = Leg::of(&recs, Direction::ToClient);
-    let up = Leg::of(&recs, Direction::ToUpstream);
-    assert_eq!(
-        down.dropped() + up.dropped(),
-        summary_dropped,
-        "datagrams without a forwarded copy != the relay's 'impairment dropped'"
-    );
-    assert!(summary_dropped > 0, "5 % loss dropped nothing");
+    let Session {
+        dir: _dir,
+        trace,
+        pcap,
+        ports: [server_port, relay_port],
+        log,
+        dropped: summary_dropped,
+        down,
+        up,
+    } = Session::run("enet_peer.py", "loss=5%,reorder=10%,seed=7");
     let down_d = down.decode(Transport::Enet);
     let up_d = up.decode(Transport::Enet);
 
@@ -510,29 +549,16 @@ fn kcp_through_the_relay_decodes_as_the_applications_logged() {
     if !have_python_module("kcp", "pip install kcp") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("kcp.jtr");
-    let pcap = dir.path().join("kcp.pcapng");
-    let (relay_port, server_port) = (free_port(), free_port());
-    let dumpcap = start_dumpcap([relay_port, server_port], &pcap);
-    let relay = start_relay(relay_port, server_port, &trace, "loss=5%,seed=11");
-    let peer = Peer::run(
-        "kcp_peer.py",
-        server_port,
-        relay_port,
-        &dir.path().join("kcp.json"),
-    );
-    let summary_dropped = stop_relay(relay);
-    let log = peer.finish();
-    if let Some(d) = dumpcap {
-        stop_dumpcap(d);
-    }
-    let recs = records(&trace);
-
-    let down = Leg::of(&recs, Direction::ToClient);
-    let up = Leg::of(&recs, Direction::ToUpstream);
-    assert_eq!(down.dropped() + up.dropped(), summary_dropped);
-    assert!(summary_dropped > 0, "5 % loss dropped nothing");
+    let Session {
+        dir: _dir,
+        trace,
+        pcap,
+        ports: [server_port, relay_port],
+        log,
+        dropped: summary_dropped,
+        down,
+        up,
+    } = Session::run("kcp_peer.py", "loss=5%,seed=11");
     let down_d = down.decode(Transport::Kcp);
     let up_d = up.decode(Transport::Kcp);
     let snaps = check_kcp_leg(
