@@ -22,24 +22,32 @@ pub struct RtpMap {
     pub encoding: String,
     /// RTP clock rate in Hz.
     pub clock_rate: u32,
+    /// The media line's kind (`audio`, `video`, …), when the map follows one.
+    pub media: Option<String>,
 }
 
 impl RtpMap {
-    /// The header hint value: `TIME_NS ENDPOINT|- PT ENCODING/RATE`.
+    /// The header hint value: `TIME_NS ENDPOINT|- PT ENCODING/RATE [MEDIA]`.
     pub fn to_hint(&self) -> String {
         let endpoint = self
             .endpoint
             .map_or_else(|| "-".to_owned(), |e| e.to_string());
-        format!(
+        let mut hint = format!(
             "{} {endpoint} {} {}/{}",
             self.time.as_nanos(),
             self.payload_type,
             self.encoding,
             self.clock_rate
-        )
+        );
+        if let Some(m) = &self.media {
+            hint.push(' ');
+            hint.push_str(m);
+        }
+        hint
     }
 
-    /// Parses [`RtpMap::to_hint`]'s form.
+    /// Parses [`RtpMap::to_hint`]'s form (traces written before the media kind was kept end
+    /// after the rate).
     pub fn from_hint(text: &str) -> Option<Self> {
         let mut parts = text.split_whitespace();
         let time = Nanos(parts.next()?.parse().ok()?);
@@ -50,12 +58,17 @@ impl RtpMap {
         let payload_type = parts.next()?.parse().ok().filter(|pt| *pt < 128)?;
         let (encoding, rate) = parts.next()?.rsplit_once('/')?;
         let clock_rate = rate.parse().ok().filter(|r| *r > 0)?;
+        let media = parts.next().map(str::to_owned);
+        if parts.next().is_some() {
+            return None;
+        }
         Some(Self {
             time,
             endpoint,
             payload_type,
             encoding: encoding.to_owned(),
             clock_rate,
+            media,
         })
     }
 
@@ -90,6 +103,7 @@ pub fn scan(payload: &[u8], time: Nanos) -> Vec<RtpMap> {
     let mut out = Vec::new();
     let mut session_addr: Option<IpAddr> = None;
     let mut media: Option<(u16, Option<IpAddr>)> = None;
+    let mut kind: Option<String> = None;
     for line in text.lines() {
         let line = line.trim_end();
         if let Some(c) = line.strip_prefix("c=") {
@@ -102,6 +116,7 @@ pub fn scan(payload: &[u8], time: Nanos) -> Vec<RtpMap> {
                 None => session_addr = addr,
             }
         } else if let Some(m) = line.strip_prefix("m=") {
+            kind = m.split_whitespace().next().map(str::to_owned);
             let port = m
                 .split_whitespace()
                 .nth(1)
@@ -129,6 +144,7 @@ pub fn scan(payload: &[u8], time: Nanos) -> Vec<RtpMap> {
                 payload_type: pt,
                 encoding: name.to_owned(),
                 clock_rate: rate,
+                media: kind.clone(),
             });
         }
     }
@@ -187,15 +203,19 @@ mod tests {
         assert_eq!(
             got,
             [
-                "7 10.0.2.15:16984 99 speex/16000",
-                "7 10.0.2.15:16984 101 telephone-event/8000",
-                "7 10.0.2.16:5006 96 H264/90000",
+                "7 10.0.2.15:16984 99 speex/16000 audio",
+                "7 10.0.2.15:16984 101 telephone-event/8000 audio",
+                "7 10.0.2.16:5006 96 H264/90000 video",
             ]
         );
         for m in &maps {
             assert_eq!(RtpMap::from_hint(&m.to_hint()).as_ref(), Some(m));
         }
         assert!(maps[1].is_telephone_event());
+        // A hint from before the media kind was kept still reads.
+        let old = RtpMap::from_hint("7 - 96 H264/90000").unwrap();
+        assert_eq!((old.media, old.clock_rate), (None, 90_000));
+        assert!(RtpMap::from_hint("7 - 96 H264/90000 video extra").is_none());
         assert!(scan(b"not sdp at all", Nanos(0)).is_empty());
     }
 
@@ -208,6 +228,7 @@ mod tests {
             payload_type: 99,
             encoding: "speex".into(),
             clock_rate: rate,
+            media: None,
         };
         let maps = [
             map(0, "10.0.0.2:6000", 8000),

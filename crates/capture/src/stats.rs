@@ -465,6 +465,8 @@ mod tests {
             send_times: true,
             clock_inferred: None,
             send_inferred: None,
+            encoding: None,
+            media: None,
         }
     }
 

@@ -52,12 +52,14 @@ pub mod streams;
 pub mod sweep;
 pub mod tune;
 pub mod values;
+pub mod video;
 
 pub use buffer::{Factor, HoldReason, Mode, Packet, Pick, Push, SnapshotBuffer};
 pub use clock::ClockMapping;
 pub use engine::{Applied, Controller, Engine, SnapshotEngine};
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
+pub use playout::{Media, PlayoutStream};
 pub use policy::{
     AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, JitterConfig,
     MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig, Registry,

@@ -154,6 +154,36 @@ impl DecoderConfig {
         Ok(())
     }
 
+    /// The encoding and media kind of `payload_type` for a packet between `src` and `dst` at
+    /// `at`: the capture's SDP first, then the static table.
+    pub(super) fn encoding(
+        &self,
+        payload_type: u8,
+        src: Option<Endpoint>,
+        dst: Option<Endpoint>,
+        at: Nanos,
+    ) -> (Option<String>, Option<super::MediaKind>) {
+        use super::MediaKind;
+        if let Some(map) = sdp::lookup(
+            &self.rtpmaps,
+            payload_type,
+            src.map(|e| e.0),
+            dst.map(|e| e.0),
+            at,
+        ) {
+            let media = map
+                .media
+                .as_deref()
+                .and_then(MediaKind::from_sdp)
+                .or_else(|| MediaKind::of_encoding(&map.encoding));
+            return (Some(map.encoding.clone()), media);
+        }
+        match rtp::static_name(payload_type) {
+            Some(name) => (Some(name.to_owned()), MediaKind::of_encoding(name)),
+            None => (None, None),
+        }
+    }
+
     /// The clock rate of `payload_type` for a packet between `src` and `dst` at `at`, and
     /// whether it is `telephone-event`: `--clock-rate` first, then the capture's SDP, then the
     /// static table.

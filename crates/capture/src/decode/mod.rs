@@ -24,7 +24,8 @@ pub use decoded::Decoded;
 pub use flow::FlowSummary;
 pub(crate) use sample::in_range;
 pub use sample::{
-    ClockInference, DecodeError, Lifecycle, MAX_MAGNITUDE, Sample, SendInference, StreamInfo,
+    ClockInference, DecodeError, Lifecycle, MAX_MAGNITUDE, MediaKind, Sample, SendInference,
+    StreamInfo,
 };
 pub use stream::StreamDecoder;
 

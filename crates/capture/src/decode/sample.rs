@@ -93,6 +93,9 @@ pub struct Sample {
     /// This packet's media clock rate in Hz as Wireshark sees it: 0 when unknown and for
     /// `telephone-event` packets, whose timestamps mark the event start (RFC 4733).
     pub rtp_clock: u32,
+    /// Payload bytes: RTP's payload after the header and padding, a message's length for
+    /// other decoders (0 when unknown). A video frame's size is the sum of its packets'.
+    pub size: u32,
 }
 
 impl Sample {
@@ -110,6 +113,7 @@ impl Sample {
             payload_type: None,
             rtp_timestamp: 0,
             rtp_clock: 0,
+            size: 0,
         }
     }
 
@@ -152,6 +156,77 @@ pub struct StreamInfo {
     pub clock_inferred: Option<ClockInference>,
     /// How send times were inferred, when the packets carry none of their own.
     pub send_inferred: Option<SendInference>,
+    /// The encoding (RTP): from the capture's SDP (`a=rtpmap`) or the static payload-type
+    /// table, as it is spelt there (`PCMA`, `opus`, `H264`).
+    pub encoding: Option<String>,
+    /// Audio or video (RTP): from the SDP media line, else the static payload-type table or
+    /// a known video encoding name; `None` when nothing says.
+    pub media: Option<MediaKind>,
+}
+
+/// What an RTP stream carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    /// Sound: played out sample by sample.
+    Audio,
+    /// Pictures: packets sharing a timestamp form one frame.
+    Video,
+}
+
+impl MediaKind {
+    /// `audio` or `video`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Audio => "audio",
+            Self::Video => "video",
+        }
+    }
+
+    /// The kind an SDP media line names (`m=audio …`, `m=video …`).
+    pub fn from_sdp(media: &str) -> Option<Self> {
+        match media {
+            m if m.eq_ignore_ascii_case("audio") => Some(Self::Audio),
+            m if m.eq_ignore_ascii_case("video") => Some(Self::Video),
+            _ => None,
+        }
+    }
+
+    /// The kind an encoding name implies: video for the video encodings RTP payload formats
+    /// define, none for those that carry neither (DTMF, comfort noise, FEC, MPEG-TS), audio
+    /// for every other name (RTP's audio encodings are far more numerous).
+    pub fn of_encoding(encoding: &str) -> Option<Self> {
+        const VIDEO: &[&str] = &[
+            "H261",
+            "H263",
+            "H263-1998",
+            "H263-2000",
+            "H264",
+            "H264-SVC",
+            "H265",
+            "HEVC",
+            "VP8",
+            "VP9",
+            "AV1",
+            "MP4V-ES",
+            "JPEG",
+            "MPV",
+            "CelB",
+            "nv",
+            "theora",
+            "raw",
+            "jpeg2000",
+            "vc2",
+        ];
+        const NOT_AUDIO: &[&str] = &["MP2T", "telephone-event", "CN", "red", "ulpfec", "rtx"];
+        if VIDEO.iter().any(|v| v.eq_ignore_ascii_case(encoding)) {
+            Some(Self::Video)
+        } else if NOT_AUDIO.iter().any(|v| v.eq_ignore_ascii_case(encoding)) {
+            None
+        } else {
+            Some(Self::Audio)
+        }
+    }
 }
 
 /// Send times inferred for a stream whose packets do not carry them.

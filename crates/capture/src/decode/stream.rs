@@ -173,6 +173,10 @@ impl StreamDecoder {
         }
         let id = self.streams.len() as u32;
         let o = origin();
+        let (encoding, media) = match o.payload_type {
+            Some(pt) => self.config.encoding(pt, rec.src, rec.dst, rec.time),
+            None => (None, None),
+        };
         self.streams.push(StreamInfo {
             id,
             ssrc: o.ssrc,
@@ -189,6 +193,8 @@ impl StreamDecoder {
             send_times: o.send_times,
             clock_inferred: None,
             send_inferred: None,
+            encoding,
+            media,
         });
         self.unstamped.push(false);
         self.state.push([StreamState::new(), StreamState::new()]);
@@ -448,6 +454,7 @@ impl StreamDecoder {
             payload_type: Some(h.payload_type),
             rtp_timestamp: ts,
             rtp_clock,
+            size: u32::try_from(h.payload_len).unwrap_or(u32::MAX),
         })
     }
 }

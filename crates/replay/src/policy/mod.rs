@@ -21,11 +21,10 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::decode::Sample;
 
 use crate::Error;
 use crate::engine::{Controller, Engine, SnapshotEngine};
-use crate::playout::PlayoutRun;
+use crate::playout::{PlayoutRun, PlayoutStream};
 
 mod keys;
 mod shared;
@@ -132,23 +131,23 @@ pub trait Preset: Clone + fmt::Debug + PartialEq + Default + Send + Sync + 'stat
         Built::Snapshot(Box::new(SnapshotEngine::new(buffer, self.delay_model())))
     }
 
-    /// Discrete playout (C21, C22) of one stream's `samples`, with `offset` mapping local to
-    /// sender time; `None` when the preset only interpolates snapshots. By default the delay
-    /// model plays at send time + delay (fixed) or on a 10 ms tick (adaptive, as NetEq's).
-    fn playout(&self, samples: &[Sample], offset: Nanos) -> Option<PlayoutRun> {
+    /// Discrete playout (C21, C22) of one prepared stream (its units, slots and the offset
+    /// mapping local to sender time); `None` when the preset only interpolates snapshots. By
+    /// default the delay model plays at send time + delay (fixed) or on a 10 ms tick
+    /// (adaptive, as NetEq's).
+    fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
         match self.delay_model() {
-            DelayModel::Fixed(delay) => Some(PlayoutRun::new(crate::playout::playout_fixed(
-                samples, delay, offset,
-            ))),
-            DelayModel::Adaptive { controller, apply } => {
-                Some(PlayoutRun::new(crate::playout::playout_controlled(
-                    samples,
-                    controller,
-                    apply,
-                    offset,
-                    Nanos::from_millis(10),
-                )))
-            }
+            DelayModel::Fixed(delay) => Some(PlayoutRun::fixed(
+                crate::playout::playout_slots(stream.slots(), delay, stream.offset),
+                delay,
+            )),
+            DelayModel::Adaptive { controller, apply } => Some(crate::playout::playout_controlled(
+                stream.units(),
+                controller,
+                apply,
+                stream.offset,
+                Nanos::from_millis(10),
+            )),
             DelayModel::Own => None,
         }
     }
@@ -162,7 +161,7 @@ trait Configured: fmt::Debug + Send + Sync {
     fn buffer(&self) -> Option<&BufferConfig>;
     fn delay_model(&self) -> DelayModel;
     fn engine(&self) -> Built;
-    fn playout(&self, samples: &[Sample], offset: Nanos) -> Option<PlayoutRun>;
+    fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun>;
     fn as_any(&self) -> &dyn Any;
     fn same(&self, other: &dyn Configured) -> bool;
 }
@@ -195,8 +194,8 @@ impl<P: Preset> Configured for P {
         Preset::engine(self)
     }
 
-    fn playout(&self, samples: &[Sample], offset: Nanos) -> Option<PlayoutRun> {
-        Preset::playout(self, samples, offset)
+    fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
+        Preset::playout(self, stream)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -257,14 +256,17 @@ impl Policy {
         self.0.engine()
     }
 
-    /// Discrete playout of one stream; `None` when the policy only interpolates snapshots.
-    pub fn playout(&self, samples: &[Sample], offset: Nanos) -> Option<PlayoutRun> {
-        self.0.playout(samples, offset)
+    /// Discrete playout of one prepared stream; `None` when the policy only interpolates
+    /// snapshots.
+    pub fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
+        self.0.playout(stream)
     }
 
     /// Whether the policy can play discrete frames ([`Policy::playout`]).
     pub fn plays_frames(&self) -> bool {
-        self.0.playout(&[], Nanos::ZERO).is_some()
+        self.0
+            .playout(&PlayoutStream::plain(&[], Nanos::ZERO))
+            .is_some()
     }
 
     /// Whether replays run on jitterlab's snapshot buffer (and so can share a batched pass).

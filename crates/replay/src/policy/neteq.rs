@@ -9,7 +9,7 @@ use super::{Apply, BufferConfig, DelayModel, Key, Preset, duration_key};
 use crate::adapt::IntervalEstimate;
 use crate::engine::Controller;
 use crate::neteq::{ArrivalHistory, DelayConfig, DelayManager};
-use crate::playout::{PlayoutDetail, PlayoutRun};
+use crate::playout::{PlayoutDetail, PlayoutRun, PlayoutStream};
 
 /// WebRTC NetEq's delay manager as a policy: relative arrival delay over a 2 s window, the
 /// 0.95 quantile of 500 ms maxima (20 ms buckets), raised for reordering, applied by
@@ -96,11 +96,12 @@ impl Preset for NetEqConfig {
     }
 
     /// NetEq's own decisions: accelerate, preemptive expand, expand, merge.
-    fn playout(&self, samples: &[Sample], _offset: Nanos) -> Option<PlayoutRun> {
-        let run = crate::decision::playout_neteq(samples, self);
+    fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
+        let run = crate::decision::playout_neteq(stream.units(), self);
         Some(PlayoutRun {
             events: run.events,
             detail: Some(PlayoutDetail::NetEq(run.stats)),
+            ..PlayoutRun::default()
         })
     }
 }

@@ -6,7 +6,7 @@ use super::{Frame, FrameClock, replay_stream};
 use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::Metrics;
-use crate::playout::{PlayoutRun, PlayoutSummary, summarize};
+use crate::playout::{Media, PlayoutRun, PlayoutStream, PlayoutSummary, summarize};
 use crate::policy::Policy;
 use crate::streams::views;
 
@@ -82,11 +82,16 @@ pub(crate) fn playout_trace(
     for view in views(decoded, only) {
         let view = view?;
         let offset = clock.offset(&view.samples);
-        let run = policy
-            .playout(&view.samples, offset)
-            .ok_or(Error::NotPlayout {
-                policy: policy.name(),
-            })?;
+        let media = decoded
+            .streams
+            .iter()
+            .find(|s| s.id == view.id)
+            .map(Media::of)
+            .unwrap_or_default();
+        let stream = PlayoutStream::new(view.id, &view.samples, media, offset);
+        let run = policy.playout(&stream).ok_or(Error::NotPlayout {
+            policy: policy.name(),
+        })?;
         let summary = summarize(&run.events);
         out.total.merge(&summary);
         out.streams.push(StreamPlayout {

@@ -4,6 +4,10 @@
 
 use std::collections::HashMap;
 
+mod stream;
+
+pub use stream::{Media, PlayoutStream, Prepared, Slot};
+
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::Sample;
 
@@ -38,6 +42,15 @@ pub fn playout_fixed(samples: &[Sample], delay: Nanos, offset: Nanos) -> Vec<Pla
     frame_slots(samples)
         .into_iter()
         .map(|(seq, send)| due(seq, send - offset + delay, arrivals.get(&seq).copied()))
+        .collect()
+}
+
+/// [`playout_fixed`] over a prepared stream's slots: the fast path a sweep takes for every
+/// fixed delay (no map is built; one pass over the slots).
+pub fn playout_slots(slots: &[Slot], delay: Nanos, offset: Nanos) -> Vec<PlayoutEvent> {
+    slots
+        .iter()
+        .map(|s| due(s.seq, s.send - offset + delay, s.arrival))
         .collect()
 }
 
@@ -138,24 +151,61 @@ mod tests {
     }
 }
 
-/// What one discrete playout gave: every slot's event, and what the policy's own decision
-/// logic counted, if it has one.
+/// What one discrete playout gave: every slot's event, the policy's target delay, the
+/// media time it stretched or compressed, and what the policy's own decision logic counted.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlayoutRun {
     /// Each frame slot's event, in play order.
     pub events: Vec<PlayoutEvent>,
     /// The policy's own counters (NetEq's operations).
     pub detail: Option<PlayoutDetail>,
+    /// The target delay the policy aimed at when each event happened.
+    pub targets: Targets,
+    /// Media time played beyond the stream's own by slowing down (deceleration, preemptive
+    /// expansion): webrtc-stats' insertedSamplesForDeceleration, as time.
+    pub inserted: Nanos,
+    /// Media time skipped by speeding up (acceleration): removedSamplesForAcceleration.
+    pub removed: Nanos,
 }
 
 impl PlayoutRun {
-    /// A run with no counters of the policy's own.
+    /// A run with no counters of the policy's own and no target recorded.
     pub fn new(events: Vec<PlayoutEvent>) -> Self {
         Self {
             events,
-            detail: None,
+            ..Self::default()
         }
     }
+
+    /// A run at one target delay throughout.
+    pub fn fixed(events: Vec<PlayoutEvent>, delay: Nanos) -> Self {
+        Self {
+            events,
+            targets: Targets::Constant(delay),
+            ..Self::default()
+        }
+    }
+
+    /// The target delay at event `i`, if the policy recorded one.
+    pub fn target(&self, i: usize) -> Option<Nanos> {
+        match &self.targets {
+            Targets::Unknown => None,
+            Targets::Constant(d) => Some(*d),
+            Targets::PerEvent(v) => v.get(i).copied(),
+        }
+    }
+}
+
+/// The target delay a policy aimed at, over a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Targets {
+    /// Not recorded.
+    #[default]
+    Unknown,
+    /// One delay throughout (a fixed buffer).
+    Constant(Nanos),
+    /// One per event, in the events' order.
+    PerEvent(Vec<Nanos>),
 }
 
 /// Counters a policy's own playout logic keeps, reported beside the playout summary.
@@ -204,7 +254,7 @@ pub fn playout_adaptive(
     policy: &crate::Policy,
     offset: Nanos,
     tick: Nanos,
-) -> Vec<PlayoutEvent> {
+) -> PlayoutRun {
     match policy.delay_model() {
         crate::policy::DelayModel::Adaptive { controller, apply } => {
             playout_controlled(samples, controller, apply, offset, tick)
@@ -228,11 +278,11 @@ pub fn playout_controlled(
     apply: crate::policy::Apply,
     offset: Nanos,
     tick: Nanos,
-) -> Vec<PlayoutEvent> {
+) -> PlayoutRun {
     use crate::policy::Apply;
     let slots = frame_slots(samples);
     let Some(&(_, first_send)) = slots.first() else {
-        return Vec::new();
+        return PlayoutRun::default();
     };
     let mut by_arrival: Vec<&Sample> = samples.iter().collect();
     by_arrival.sort_by_key(|s| s.arrival);
@@ -254,6 +304,8 @@ pub fn playout_controlled(
     }
     let mut position = first_send - Nanos(1);
     let mut events = Vec::with_capacity(slots.len());
+    let mut targets = Vec::with_capacity(slots.len());
+    let (mut inserted, mut removed) = (Nanos::ZERO, Nanos::ZERO);
     let mut next = 0usize;
     while next < slots.len() {
         feed(t, &mut controller);
@@ -267,15 +319,29 @@ pub fn playout_controlled(
                 tick + (delay - target).max(-room).min(room)
             }
         };
-        position += step.max(Nanos::ZERO);
+        let step = step.max(Nanos::ZERO);
+        // Media time beyond real time was skipped (accelerated); short of it, stretched.
+        if step > tick {
+            removed += step - tick;
+        } else {
+            inserted += tick - step;
+        }
+        position += step;
         while next < slots.len() && slots[next].1 <= position {
             let (seq, _) = slots[next];
             events.push(due(seq, t, arrival_of.get(&seq).copied()));
+            targets.push(target);
             next += 1;
         }
         t += tick;
     }
-    events
+    PlayoutRun {
+        events,
+        detail: None,
+        targets: Targets::PerEvent(targets),
+        inserted,
+        removed,
+    }
 }
 
 /// Every frame slot from the lowest to the highest sequence number received, with its send
@@ -450,8 +516,13 @@ mod adaptive_tests {
             Nanos::ZERO,
         ));
         let policy: crate::Policy = "jitter:a=1,k=4,apply=stretch:max_rate=5%".parse().unwrap();
-        let events = playout_adaptive(&samples, &policy, Nanos::ZERO, Nanos::from_millis(10));
-        let adaptive = summarize(&events);
+        let run = playout_adaptive(&samples, &policy, Nanos::ZERO, Nanos::from_millis(10));
+        let adaptive = summarize(&run.events);
+        assert_eq!(
+            run.events.len(),
+            run.target(run.events.len() - 1).map_or(0, |_| 3000)
+        );
+        let events = run.events;
         assert_eq!(adaptive.frames, 3000);
         let seqs: Vec<i64> = events
             .iter()
