@@ -120,6 +120,14 @@ pub enum Error {
         /// The policy's name.
         policy: &'static str,
     },
+    /// A media buffer's policy asked to interpolate snapshots.
+    #[error(
+        "policy {policy} models a media buffer that plays discrete frames: use --playout"
+    )]
+    PlayoutOnly {
+        /// The policy's name.
+        policy: &'static str,
+    },
     /// A sweep grid that does not parse or expands too far.
     #[error("{0}")]
     Grid(String),

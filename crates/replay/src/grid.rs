@@ -310,10 +310,33 @@ pub fn default_tune_grid_for(rate_hz: Option<u32>) -> Grid {
 /// # Errors
 /// A preset's axes that do not parse, naming the preset.
 pub fn tune_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Result<Grid, Error> {
+    grid_of(registry.tune_axes(), rate_hz)
+}
+
+/// The grid `jitterlab tune` sweeps in playout mode when given none: every preset that plays
+/// discrete frames around its defaults ([`crate::Preset::PLAYOUT_AXES`]).
+///
+/// # Panics
+/// A built-in preset's playout axes do not parse (`default_grid_expands` tests every one).
+pub fn default_playout_grid_for(rate_hz: Option<u32>) -> Grid {
+    playout_grid_of(Registry::builtin(), rate_hz).expect("the built-in presets' playout axes parse")
+}
+
+/// The default playout tuning grid of every preset `registry` knows.
+///
+/// # Errors
+/// A preset's axes that do not parse, naming the preset.
+pub fn playout_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Result<Grid, Error> {
+    grid_of(registry.playout_axes(), rate_hz)
+}
+
+fn grid_of(
+    mut presets: Vec<(&'static str, Option<&'static str>, &'static str)>,
+    rate_hz: Option<u32>,
+) -> Result<Grid, Error> {
     let mut grid = Grid::default();
     // By name: the order the grid had when it was one TOML text, whose tables are read in
     // alphabetical order (ties in `tune` go to grid order).
-    let mut presets = registry.tune_axes();
     presets.sort_by_key(|&(name, _, _)| name);
     for (name, rate_key, axes) in presets {
         let mut g = Grid::from_toml(&format!("[{name}]\n{axes}"))
@@ -462,7 +485,23 @@ mod tests {
         let n = g.expand(DEFAULT_MAX_CONFIGS).unwrap().len();
         assert_eq!(n, 62 + 15 + 8 + 18 + 8 + 3 + 4);
         for name in Policy::NAMES {
-            assert!(g.axes.iter().any(|a| a.policy == *name), "{name}");
+            let p: Policy = name.parse().unwrap();
+            if !p.playout_only() {
+                assert!(g.axes.iter().any(|a| a.policy == *name), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn default_playout_grid_expands_to_policies_that_play_frames() {
+        let g = default_playout_grid_for(Some(50));
+        let policies = g.expand(DEFAULT_MAX_CONFIGS).unwrap();
+        assert!(policies.len() > 41, "{}", policies.len());
+        for p in &policies {
+            assert!(p.plays_frames(), "{p}");
+        }
+        for name in ["fixed", "jitter", "quantile", "neteq"] {
+            assert!(g.axes.iter().any(|a| a.policy == name), "{name}");
         }
     }
 }

@@ -29,6 +29,7 @@ impl Default for FixedConfig {
 impl Preset for FixedConfig {
     const NAME: &'static str = "fixed";
     const TUNE_AXES: &'static str = "delay = \"0ms..300ms step 10ms\"\nmax_gap = [\"120ms\", \"250ms\"]\n";
+    const PLAYOUT_AXES: &'static str = "delay = \"0ms..400ms step 10ms\"\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<FixedConfig>>> = OnceLock::new();

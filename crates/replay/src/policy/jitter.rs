@@ -41,6 +41,7 @@ impl Default for JitterConfig {
 impl Preset for JitterConfig {
     const NAME: &'static str = "jitter";
     const TUNE_AXES: &'static str = "a = [1, 2, 3]\nk = [1, 2, 3, 4, 6]\n";
+    const PLAYOUT_AXES: &'static str = "a = [1, 2, 3]\nk = [1, 2, 3, 4, 6]\napply = [\"jump\", \"stretch:max_rate=5%\"]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<JitterConfig>>> = OnceLock::new();

@@ -101,6 +101,15 @@ pub trait Preset: Clone + fmt::Debug + PartialEq + Default + Send + Sync + 'stat
     /// `docs/sweep.md`); empty: the preset is not in the default grid.
     const TUNE_AXES: &'static str = "";
 
+    /// The default playout tuning grid's axes (`tune --playout`, and audio and video streams),
+    /// as the body of a TOML table; empty: the preset is not in that grid.
+    const PLAYOUT_AXES: &'static str = "";
+
+    /// The preset models a media buffer that only plays discrete frames ([`Preset::playout`]):
+    /// snapshot replay refuses it with [`Error::PlayoutOnly`], and its [`Preset::engine`] is
+    /// never asked for.
+    const PLAYOUT_ONLY: bool = false;
+
     /// Every key, in the order the canonical string prints them.
     fn keys() -> &'static [Key<Self>];
 
@@ -162,6 +171,7 @@ trait Configured: fmt::Debug + Send + Sync {
     fn delay_model(&self) -> DelayModel;
     fn engine(&self) -> Built;
     fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun>;
+    fn playout_only(&self) -> bool;
     fn as_any(&self) -> &dyn Any;
     fn same(&self, other: &dyn Configured) -> bool;
 }
@@ -196,6 +206,10 @@ impl<P: Preset> Configured for P {
 
     fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
         Preset::playout(self, stream)
+    }
+
+    fn playout_only(&self) -> bool {
+        P::PLAYOUT_ONLY
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -269,6 +283,11 @@ impl Policy {
             .is_some()
     }
 
+    /// Whether the policy only plays discrete frames (a media buffer: no snapshot replay).
+    pub fn playout_only(&self) -> bool {
+        self.0.playout_only()
+    }
+
     /// Whether replays run on jitterlab's snapshot buffer (and so can share a batched pass).
     pub fn on_snapshot_buffer(&self) -> bool {
         !matches!(self.0.delay_model(), DelayModel::Own)
@@ -318,6 +337,8 @@ struct Entry {
     name: &'static str,
     rate_key: Option<&'static str>,
     tune_axes: &'static str,
+    playout_axes: &'static str,
+    playout_only: bool,
     parse: ParseFn,
 }
 
@@ -327,6 +348,8 @@ impl Entry {
             name: P::NAME,
             rate_key: P::RATE_KEY,
             tune_axes: P::TUNE_AXES,
+            playout_axes: P::PLAYOUT_AXES,
+            playout_only: P::PLAYOUT_ONLY,
             parse: parse_preset::<P>,
         }
     }
@@ -399,8 +422,17 @@ impl Registry {
     pub fn tune_axes(&self) -> Vec<(&'static str, Option<&'static str>, &'static str)> {
         self.entries
             .iter()
-            .filter(|e| !e.tune_axes.is_empty())
+            .filter(|e| !e.tune_axes.is_empty() && !e.playout_only)
             .map(|e| (e.name, e.rate_key, e.tune_axes))
+            .collect()
+    }
+
+    /// Each preset in the default playout tuning grid with its axes, in order.
+    pub fn playout_axes(&self) -> Vec<(&'static str, Option<&'static str>, &'static str)> {
+        self.entries
+            .iter()
+            .filter(|e| !e.playout_axes.is_empty())
+            .map(|e| (e.name, e.rate_key, e.playout_axes))
             .collect()
     }
 

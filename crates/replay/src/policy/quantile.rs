@@ -48,6 +48,7 @@ impl Default for QuantileConfig {
 impl Preset for QuantileConfig {
     const NAME: &'static str = "quantile";
     const TUNE_AXES: &'static str = "q = [0.9, 0.95, 0.99, 0.999]\nwindow = [\"2s\", \"10s\"]\n";
+    const PLAYOUT_AXES: &'static str = "q = [0.9, 0.95, 0.99, 0.999]\nwindow = [\"2s\", \"10s\"]\napply = [\"jump\", \"stretch:max_rate=5%\"]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<QuantileConfig>>> = OnceLock::new();

@@ -209,6 +209,16 @@ pub(crate) fn replay_metrics(
     run::<false>(prepared, policy, frames, clock, &mut |_| {})
 }
 
+/// A media buffer's policy cannot interpolate snapshots.
+fn refuse_playout_only(policy: &Policy) -> Result<(), Error> {
+    if policy.playout_only() {
+        return Err(Error::PlayoutOnly {
+            policy: policy.name(),
+        });
+    }
+    Ok(())
+}
+
 fn run<const FRAMES: bool>(
     prepared: &Prepared<'_>,
     policy: &Policy,
@@ -217,6 +227,7 @@ fn run<const FRAMES: bool>(
     on_frame: &mut impl FnMut(&Frame<'_>),
 ) -> Result<Metrics, Error> {
     frames.validate()?;
+    refuse_playout_only(policy)?;
     if prepared.is_empty() {
         return Ok(Metrics::default());
     }
@@ -257,6 +268,7 @@ pub(crate) fn replay_planned(
     plan: &FramePlan,
     policy: &Policy,
 ) -> Result<Metrics, Error> {
+    refuse_playout_only(policy)?;
     if prepared.is_empty() {
         return Ok(Metrics::default());
     }
@@ -312,6 +324,9 @@ pub(crate) fn replay_planned_batch(
     plan: &FramePlan,
     policies: &[Policy],
 ) -> Result<Vec<Metrics>, Error> {
+    for policy in policies {
+        refuse_playout_only(policy)?;
+    }
     let mut out = vec![Metrics::default(); policies.len()];
     if prepared.is_empty() {
         return Ok(out);
