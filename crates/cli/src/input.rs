@@ -24,6 +24,13 @@ pub(crate) struct DecodeArgs {
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable).
     #[arg(long = "clock-rate", value_name = "PT=HZ")]
     pub(crate) clock_rates: Vec<String>,
+    /// Take the RTP streams as video (packets sharing a timestamp form one frame), whatever
+    /// their SDP or payload type says.
+    #[arg(long, conflicts_with = "audio")]
+    pub(crate) video: bool,
+    /// Take the RTP streams as audio, whatever their SDP or payload type says.
+    #[arg(long)]
+    pub(crate) audio: bool,
     #[command(flatten)]
     pub(crate) select: Selection,
 }
@@ -301,6 +308,16 @@ pub(crate) fn load_with_capture(
     };
     warn_skipped(path, &decoded);
     args.select.apply(&mut decoded, &display.to_string())?;
+    let forced = match (args.video, args.audio) {
+        (true, _) => Some(jitterlab_capture::decode::MediaKind::Video),
+        (_, true) => Some(jitterlab_capture::decode::MediaKind::Audio),
+        _ => None,
+    };
+    if let Some(kind) = forced {
+        for s in decoded.streams.iter_mut().filter(|s| s.ssrc.is_some()) {
+            s.media = Some(kind);
+        }
+    }
     Ok((decoded, summary))
 }
 

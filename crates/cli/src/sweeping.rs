@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use jitterlab_capture::Reader;
 use jitterlab_capture::decode::decode_trace;
 use jitterlab_replay::grid::{DEFAULT_MAX_CONFIGS, Grid};
-use jitterlab_replay::sweep::{self, Row, Shard, SweepTrace};
+use jitterlab_replay::sweep::{self, PlayoutTrace, Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Constraints, Objective};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
 
@@ -43,6 +43,13 @@ pub(crate) struct SweepOptions {
     /// Skip traces that cannot be read (each is reported) instead of stopping.
     #[arg(long)]
     pub(crate) keep_going: bool,
+    /// Playout mode: play every stream as discrete frames at send time + delay (audio, video,
+    /// input), with the playout metrics. The default when every stream is RTP audio or video.
+    #[arg(long, conflicts_with = "snapshot")]
+    pub(crate) playout: bool,
+    /// Snapshot mode: interpolate snapshots on a frame clock, even for RTP audio or video.
+    #[arg(long)]
+    pub(crate) snapshot: bool,
     #[command(flatten)]
     pub(crate) decode: DecodeArgs,
 }
@@ -109,6 +116,80 @@ pub(crate) fn policies(o: &SweepOptions, fallback: Option<Grid>) -> Result<Vec<P
     Ok(grid.expand(o.max_configs)?)
 }
 
+/// Whether a sweep plays discrete frames or interpolates snapshots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Snapshots on a frame clock (probes, layouts, game state).
+    Snapshot,
+    /// Discrete frames at send time + delay (audio, video, input).
+    Playout,
+}
+
+impl Mode {
+    /// `--playout` or `--snapshot` as given, else playout when every stream of every trace is
+    /// RTP audio or video (said in a note).
+    pub(crate) fn choose(o: &SweepOptions, loaded: &[TraceStreams]) -> Self {
+        if o.playout {
+            return Self::Playout;
+        }
+        if o.snapshot {
+            return Self::Snapshot;
+        }
+        let media: Vec<jitterlab_replay::Media> =
+            loaded.iter().flat_map(TraceStreams::media).collect();
+        if !media.is_empty() && media.iter().all(|m| m.kind.is_some()) {
+            let video = media.iter().filter(|m| m.is_video()).count();
+            eprintln!(
+                "note: playout mode: every stream is RTP {} (--snapshot interpolates snapshots \
+                 instead)",
+                match (video, media.len() - video) {
+                    (0, _) => "audio",
+                    (_, 0) => "video",
+                    _ => "audio or video",
+                }
+            );
+            Self::Playout
+        } else {
+            Self::Snapshot
+        }
+    }
+}
+
+/// Runs a playout sweep (every stream of every trace prepared once) with a progress bar.
+pub(crate) fn execute_playout(
+    loaded: &[TraceStreams],
+    policies: &[Policy],
+    o: &SweepOptions,
+    shard: Shard,
+) -> Result<Vec<Row>> {
+    let clock: ClockMapping = o.clock.parse()?;
+    let traces: Vec<PlayoutTrace<'_>> = loaded.iter().map(|l| l.prepare_playout(clock)).collect();
+    let total = sweep::pairs_in(shard, traces.len(), policies.len());
+    let bar = progress(o, total);
+    let done = || bar.inc(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(o.threads.unwrap_or(0))
+        .build()
+        .context("cannot start the worker threads")?;
+    let rows = pool.install(|| sweep::run_playout(&traces, policies, shard, &done))?;
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+fn progress(o: &SweepOptions, total: usize) -> indicatif::ProgressBar {
+    if o.quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} replays  {per_sec}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
 /// Runs the sweep with a progress bar on a terminal.
 pub(crate) fn execute(
     traces: &[SweepTrace<'_>],
@@ -120,18 +201,7 @@ pub(crate) fn execute(
     frames.validate()?;
     let clock: ClockMapping = o.clock.parse()?;
     let total = sweep::pairs_in(shard, traces.len(), policies.len());
-    let bar = if o.quiet || !std::io::stderr().is_terminal() {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let bar = indicatif::ProgressBar::new(total as u64);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} replays  {per_sec}  ETA {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    };
+    let bar = progress(o, total);
     let done = || bar.inc(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(o.threads.unwrap_or(0))
@@ -154,6 +224,17 @@ pub(crate) struct TuneLimits {
     /// What to minimise among configurations that meet the limits.
     #[arg(long, value_name = "delay|error", default_value = "delay")]
     pub(crate) objective: String,
+    /// Playout mode: the largest acceptable share of frames arriving after their play time,
+    /// e.g. 1% or 0.01, on every trace.
+    #[arg(long, value_name = "RATIO", default_value = "1%")]
+    pub(crate) max_late: String,
+    /// Playout mode: the largest acceptable share of frames concealed (late or never
+    /// arrived), on every trace.
+    #[arg(long, value_name = "RATIO")]
+    pub(crate) max_concealment: Option<String>,
+    /// Playout mode: the lowest acceptable MOS (E-model), on every trace, e.g. 4.0.
+    #[arg(long, value_name = "MOS")]
+    pub(crate) min_mos: Option<f64>,
 }
 
 impl TuneLimits {
@@ -171,6 +252,18 @@ impl TuneLimits {
                 .objective
                 .parse::<Objective>()
                 .map_err(|e| anyhow::anyhow!("--objective {e}"))?,
+            max_late: crate::input::parse_ratio("--max-late", &self.max_late)?,
+            max_concealment: self
+                .max_concealment
+                .as_deref()
+                .map(|r| crate::input::parse_ratio("--max-concealment", r))
+                .transpose()?,
+            min_mos: match self.min_mos {
+                Some(m) if !(1.0..=5.0).contains(&m) => {
+                    bail!("--min-mos {m}: expected a MOS from 1 to 5")
+                }
+                m => m,
+            },
         })
     }
 }

@@ -82,6 +82,21 @@ impl LogHistogram {
         self.max = self.max.max(value);
     }
 
+    /// Adds `value` `n` times (negative values count as 0, NaN is ignored).
+    pub fn add_n(&mut self, value: f64, n: u64) {
+        if n == 0 || value.is_nan() {
+            return;
+        }
+        let value = value.max(0.0);
+        let counts = self
+            .counts
+            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
+        counts[Self::bucket(value)] += n;
+        self.count += n;
+        self.sum += value * n as f64;
+        self.max = self.max.max(value);
+    }
+
     /// Adds `n` zeros.
     pub fn add_zeros(&mut self, n: u64) {
         if n == 0 {

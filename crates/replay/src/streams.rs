@@ -222,6 +222,44 @@ impl TraceStreams {
             .collect()
     }
 
+    /// The streams prepared for a playout sweep (borrowing the samples), with `clock` mapping
+    /// each stream's local to sender time.
+    pub fn prepare_playout(&self, clock: crate::ClockMapping) -> crate::sweep::PlayoutTrace<'_> {
+        crate::sweep::PlayoutTrace {
+            name: self.name.clone(),
+            streams: self
+                .split
+                .iter()
+                .map(|s| {
+                    let (samples, _) = s.slices(&self.decoded);
+                    let media = self
+                        .decoded
+                        .streams
+                        .iter()
+                        .find(|i| i.id == s.id)
+                        .map(crate::playout::Media::of)
+                        .unwrap_or_default();
+                    crate::playout::PlayoutStream::with_clock(s.id, samples, media, clock)
+                })
+                .collect(),
+        }
+    }
+
+    /// The media of every stream replayed, in order.
+    pub fn media(&self) -> Vec<crate::playout::Media> {
+        self.split
+            .iter()
+            .map(|s| {
+                self.decoded
+                    .streams
+                    .iter()
+                    .find(|i| i.id == s.id)
+                    .map(crate::playout::Media::of)
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     /// The streams prepared for a sweep (borrowing the samples).
     pub fn prepare(&self) -> SweepTrace<'_> {
         SweepTrace {

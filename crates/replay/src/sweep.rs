@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
+use crate::playout::{PlayoutMetrics, PlayoutReport, PlayoutStream};
 use crate::policy::Policy;
 use crate::run::{FrameClock, FramePlan, Prepared, replay_planned_batch};
 
@@ -36,6 +37,23 @@ impl SweepTrace<'_> {
     /// Received samples over all streams (the packets one replay steps through).
     pub fn packets(&self) -> usize {
         self.streams.iter().map(Prepared::len).sum()
+    }
+}
+
+/// One trace prepared for discrete playout (audio, video, input): its streams, each prepared
+/// once ([`PlayoutStream`]) for every configuration.
+#[derive(Clone, Debug)]
+pub struct PlayoutTrace<'a> {
+    /// The name rows carry (usually the file name).
+    pub name: String,
+    /// Every stream of the trace that is played.
+    pub streams: Vec<PlayoutStream<'a>>,
+}
+
+impl PlayoutTrace<'_> {
+    /// Frame slots over all streams (the units one playout steps through).
+    pub fn slots(&self) -> usize {
+        self.streams.iter().map(|s| s.slots().len()).sum()
     }
 }
 
@@ -95,8 +113,11 @@ pub struct Row {
     pub trace: usize,
     /// Index into the configurations.
     pub config: usize,
-    /// The replay's metrics over every stream of the trace.
+    /// The replay's metrics over every stream of the trace (snapshot mode; the default in
+    /// playout mode).
     pub summary: Summary,
+    /// The playout's figures over every stream of the trace, in playout mode.
+    pub playout: Option<PlayoutReport>,
 }
 
 /// Runs every (trace, configuration) pair in `shard` on the current rayon pool, calling
@@ -174,12 +195,53 @@ pub fn run(
                         trace: t,
                         config,
                         summary: total.summary(),
+                        playout: None,
                     }
                 })
                 .collect())
         })
         .collect::<Result<_, Error>>()?;
     Ok(rows.into_iter().flatten().collect())
+}
+
+/// [`run`] in playout mode: every (trace, configuration) pair in `shard` played as discrete
+/// frames, each row carrying the playout's figures merged over the trace's streams (exactly
+/// what [`crate::Replay::playout`] gives for that policy).
+///
+/// # Errors
+/// A policy that does not play discrete frames (named before any work is done).
+pub fn run_playout(
+    traces: &[PlayoutTrace<'_>],
+    policies: &[Policy],
+    shard: Shard,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Row>, Error> {
+    if let Some(p) = policies.iter().find(|p| !p.plays_frames()) {
+        return Err(Error::NotPlayout { policy: p.name() });
+    }
+    let pairs: Vec<(usize, usize)> = (0..traces.len())
+        .flat_map(|t| (0..policies.len()).map(move |c| (t, c)))
+        .filter(|&(t, c)| shard.contains(t * policies.len() + c))
+        .collect();
+    pairs
+        .into_par_iter()
+        .map(|(t, config)| {
+            let mut total = PlayoutMetrics::default();
+            for stream in &traces[t].streams {
+                let run = policies[config].playout(stream).ok_or(Error::NotPlayout {
+                    policy: policies[config].name(),
+                })?;
+                total.merge(&PlayoutMetrics::measure(stream, &run));
+            }
+            done();
+            Ok(Row {
+                trace: t,
+                config,
+                summary: Summary::default(),
+                playout: Some(total.report()),
+            })
+        })
+        .collect()
 }
 
 /// The most configurations replayed side by side in one pass: on this project's 2-core

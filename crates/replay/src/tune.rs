@@ -6,6 +6,13 @@
 //! is the feasible configuration with the lowest worst mean display delay (or p99 error, with
 //! [`Objective::Error`]); ties go to the lower hold ratio, then to grid order. The Pareto
 //! frontier of worst delay against worst hold ratio is computed over every configuration.
+//!
+//! In **playout mode** (rows from [`crate::sweep::run_playout`]) the same rule runs on what a
+//! listener or viewer got: a configuration is feasible when its worst late ratio (frames that
+//! arrived after their play time), and if asked its worst concealment ratio (late or never
+//! arrived) and its worst MOS, meet the limits; the recommendation is the feasible one with the
+//! lowest worst mean playout delay, ties to the lower late ratio; the frontier is worst delay
+//! against worst concealment.
 
 use crate::policy::Policy;
 use crate::sweep::Row;
@@ -60,6 +67,12 @@ pub struct Constraints {
     pub max_p99_error: Option<f64>,
     /// What to minimise among feasible configurations.
     pub objective: Objective,
+    /// Playout mode: the largest acceptable late ratio (0..1).
+    pub max_late: f64,
+    /// Playout mode: the largest acceptable concealment ratio (late or lost, 0..1), if given.
+    pub max_concealment: Option<f64>,
+    /// Playout mode: the lowest acceptable MOS, if given.
+    pub min_mos: Option<f64>,
 }
 
 impl Default for Constraints {
@@ -68,11 +81,29 @@ impl Default for Constraints {
             max_hold_ratio: 0.01,
             max_p99_error: None,
             objective: Objective::Delay,
+            max_late: 0.01,
+            max_concealment: None,
+            min_mos: None,
         }
     }
 }
 
 impl Constraints {
+    /// The playout rule in one sentence, for reports.
+    pub fn playout_rule(&self, configurations: usize) -> String {
+        format!(
+            "The lowest mean playout delay whose late ratio stays at or below {:.2} %{}{} on every \
+             trace, out of {configurations} configurations.",
+            100.0 * self.max_late,
+            self.max_concealment.map_or(String::new(), |c| format!(
+                ", concealment at or below {:.2} %",
+                100.0 * c
+            )),
+            self.min_mos
+                .map_or(String::new(), |m| format!(" and MOS at or above {m:.2}")),
+        )
+    }
+
     /// The rule in one sentence, for reports: what is minimised under which limits.
     pub fn rule(&self, configurations: usize) -> String {
         format!(
@@ -97,6 +128,30 @@ pub struct Worst {
     pub p99_delay_ms: Option<f64>,
     /// Largest p99 error (`None` if some trace has no error reference).
     pub p99_error: Option<f64>,
+    /// Playout mode: largest late ratio.
+    pub late_ratio: f64,
+    /// Playout mode: largest concealment ratio.
+    pub concealment_ratio: f64,
+    /// Playout mode: lowest MOS (`None` if some trace has none).
+    pub mos: Option<f64>,
+}
+
+impl Worst {
+    /// The ratio the frontier trades against delay: holds, or in playout mode concealment.
+    fn badness(&self, playout: bool) -> f64 {
+        if playout {
+            self.concealment_ratio
+        } else {
+            self.hold_ratio
+        }
+    }
+}
+
+fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => None,
+    }
 }
 
 /// One configuration's verdict.
@@ -168,17 +223,53 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", 100.0 * x)
 }
 
+/// Why a playout configuration misses the limits, if it does.
+fn playout_rejection(w: &Worst, c: &Constraints) -> Option<String> {
+    if w.late_ratio.is_nan() || w.late_ratio > c.max_late {
+        return Some(format!("late {} > {}", pct(w.late_ratio), pct(c.max_late)));
+    }
+    if let Some(max) = c.max_concealment
+        && (w.concealment_ratio.is_nan() || w.concealment_ratio > max)
+    {
+        return Some(format!(
+            "concealment {} > {}",
+            pct(w.concealment_ratio),
+            pct(max)
+        ));
+    }
+    match (c.min_mos, w.mos) {
+        (Some(_), None) => Some("no MOS on some trace (not audio)".to_owned()),
+        (Some(min), Some(m)) if m < min => Some(format!("MOS {m:.2} < {min:.2}")),
+        _ => None,
+    }
+}
+
 /// Judges every configuration and picks the recommendation. `rows` may be in any order and
 /// must hold every (trace, configuration) pair for `traces` traces.
 pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
+    let playout = rows.iter().any(|r| r.playout.is_some());
     let mut worst: Vec<Option<Worst>> = vec![None; policies.len()];
     for row in rows {
-        let s = &row.summary;
-        let this = Worst {
-            hold_ratio: s.hold_ratio,
-            mean_delay_ms: s.mean_delay_ms,
-            p99_delay_ms: s.p99_delay_ms,
-            p99_error: s.p99_error,
+        let this = match &row.playout {
+            Some(p) => Worst {
+                hold_ratio: 0.0,
+                mean_delay_ms: p.mean_delay_ms,
+                p99_delay_ms: p.p99_delay_ms,
+                p99_error: None,
+                late_ratio: p.summary.late_ratio,
+                concealment_ratio: p.summary.concealment_ratio,
+                mos: p.mos(),
+            },
+            None => {
+                let s = &row.summary;
+                Worst {
+                    hold_ratio: s.hold_ratio,
+                    mean_delay_ms: s.mean_delay_ms,
+                    p99_delay_ms: s.p99_delay_ms,
+                    p99_error: s.p99_error,
+                    ..Worst::default()
+                }
+            }
         };
         worst[row.config] = Some(match worst[row.config] {
             None => this,
@@ -187,6 +278,9 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
                 mean_delay_ms: max_opt(w.mean_delay_ms, this.mean_delay_ms),
                 p99_delay_ms: max_opt(w.p99_delay_ms, this.p99_delay_ms),
                 p99_error: max_opt(w.p99_error, this.p99_error),
+                late_ratio: w.late_ratio.max(this.late_ratio),
+                concealment_ratio: w.concealment_ratio.max(this.concealment_ratio),
+                mos: min_opt(w.mos, this.mos),
             },
         });
     }
@@ -196,7 +290,16 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
         .filter_map(|(config, w)| {
             let w = (*w)?;
             let rejected = if w.mean_delay_ms.is_none() {
-                Some("a trace showed no frame".to_owned())
+                Some(
+                    if playout {
+                        "a trace played nothing"
+                    } else {
+                        "a trace showed no frame"
+                    }
+                    .to_owned(),
+                )
+            } else if playout {
+                playout_rejection(&w, c)
             } else if w.hold_ratio.is_nan() || w.hold_ratio > c.max_hold_ratio {
                 Some(format!(
                     "hold ratio {} > {}",
@@ -220,6 +323,14 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
     let key = |cand: &Candidate| -> (f64, f64, f64, usize) {
         let delay = cand.worst.mean_delay_ms.unwrap_or(f64::INFINITY);
         let error = cand.worst.p99_error.unwrap_or(f64::INFINITY);
+        if playout {
+            return (
+                delay,
+                cand.worst.late_ratio,
+                cand.worst.concealment_ratio,
+                cand.config,
+            );
+        }
         match c.objective {
             Objective::Delay => (delay, cand.worst.hold_ratio, error, cand.config),
             Objective::Error => (error, delay, cand.worst.hold_ratio, cand.config),
@@ -244,9 +355,9 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
             if feasible.is_none_or(|f| better(cand, f)) {
                 *feasible = Some(cand);
             }
-        } else if closest
-            .is_none_or(|f| (cand.worst.hold_ratio, key(cand)) < (f.worst.hold_ratio, key(f)))
-        {
+        } else if closest.is_none_or(|f| {
+            (cand.worst.badness(playout), key(cand)) < (f.worst.badness(playout), key(f))
+        }) {
             *closest = Some(cand);
         }
     }
@@ -280,15 +391,15 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
         .filter(|c| c.worst.mean_delay_ms.is_some())
         .collect();
     by_delay.sort_by(|a, b| {
-        (a.worst.mean_delay_ms, a.worst.hold_ratio, a.config)
-            .partial_cmp(&(b.worst.mean_delay_ms, b.worst.hold_ratio, b.config))
+        (a.worst.mean_delay_ms, a.worst.badness(playout), a.config)
+            .partial_cmp(&(b.worst.mean_delay_ms, b.worst.badness(playout), b.config))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     let mut frontier = Vec::new();
     let mut best_hold = f64::INFINITY;
     for cand in by_delay {
-        if cand.worst.hold_ratio < best_hold {
-            best_hold = cand.worst.hold_ratio;
+        if cand.worst.badness(playout) < best_hold {
+            best_hold = cand.worst.badness(playout);
             frontier.push(cand.config);
         }
     }
@@ -317,6 +428,7 @@ mod tests {
                 p99_error: Some(err),
                 ..Summary::default()
             },
+            playout: None,
         }
     }
 

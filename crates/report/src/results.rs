@@ -6,6 +6,10 @@
 //! column is one; the canonical text otherwise; empty for configurations without that key),
 //! then every metric of `jitterlab replay --json` under the same name. Written as Parquet, CSV
 //! or JSON by the output's extension.
+//!
+//! Playout sweeps (`--playout`) carry `mode` = `playout` and the metrics of `jitterlab replay
+//! --playout --json` instead; a group of figures nested there (`mos`, `webrtc`, `video`, …) is
+//! one column per figure named `GROUP.FIGURE`.
 
 use std::path::Path;
 
@@ -49,15 +53,31 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
     }
     let metric_rows: Vec<Map<String, Value>> = rows
         .iter()
-        .map(|r| match serde_json::to_value(&r.summary) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
+        .map(|r| {
+            let value = match &r.playout {
+                Some(p) => serde_json::to_value(p).map(|v| {
+                    let mut m = Map::new();
+                    m.insert("mode".into(), Value::from("playout"));
+                    flatten_into(&mut m, "", v);
+                    Value::Object(m)
+                }),
+                None => serde_json::to_value(&r.summary),
+            };
+            match value {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            }
         })
         .collect();
-    let metric_keys: Vec<String> = metric_rows
-        .first()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
+    // Every key any row has, in first-seen order (playout rows' groups differ by media).
+    let mut metric_keys: Vec<String> = Vec::new();
+    for m in &metric_rows {
+        for k in m.keys() {
+            if !metric_keys.contains(k) {
+                metric_keys.push(k.clone());
+            }
+        }
+    }
     let mut cols: Vec<RawColumn> = vec![
         (
             "trace".into(),
@@ -118,6 +138,59 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
         ));
     }
     cols
+}
+
+/// Puts `value`'s fields into `out`, a nested object's as `GROUP.FIELD`.
+fn flatten_into(out: &mut Map<String, Value>, prefix: &str, value: Value) {
+    match value {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match v {
+                    Value::Object(_) => flatten_into(out, &key, v),
+                    v => {
+                        out.insert(key, v);
+                    }
+                }
+            }
+        }
+        v => {
+            out.insert(prefix.to_owned(), v);
+        }
+    }
+}
+
+/// The inverse of [`flatten_into`]: `GROUP.FIELD` columns back into nested objects (a group
+/// whose every field is empty is absent, as it was written).
+fn unflatten(row: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, v) in row {
+        let mut parts = k.split('.').peekable();
+        let mut at = &mut out;
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                at.insert(part.to_owned(), v.clone());
+                break;
+            }
+            let entry = at
+                .entry(part.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let Value::Object(next) = entry else {
+                break;
+            };
+            at = next;
+        }
+    }
+    // Nested groups all of whose values are null were a group that did not apply.
+    out.retain(|_, v| match v {
+        Value::Object(m) => m.values().any(|x| !x.is_null()),
+        _ => true,
+    });
+    out
 }
 
 /// Builds a polars column from JSON values: unsigned integers, floats, booleans or text,
@@ -268,6 +341,7 @@ mod tests {
                     error_reference: (i % 2 == 0).then_some(jitterlab_replay::Reference::Truth),
                     ..Summary::default()
                 },
+                playout: None,
             })
             .collect();
         let names = vec!["a.jtr".to_owned(), "b, c.jtr".to_owned()];
@@ -298,6 +372,7 @@ mod tests {
                     mean_delay_ms: (config != 1).then_some(50.0),
                     ..Summary::default()
                 },
+                playout: None,
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();
@@ -537,12 +612,21 @@ pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
             Some(_) => {}
             None => policies[config] = Some(policy),
         }
-        let summary: Summary = serde_json::from_value(Value::Object(row.clone()))
-            .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
+        let playout = row.get("mode").and_then(Value::as_str) == Some("playout");
+        let (summary, playout) = if playout {
+            let report = serde_json::from_value(Value::Object(unflatten(row)))
+                .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
+            (Summary::default(), Some(report))
+        } else {
+            let summary: Summary = serde_json::from_value(Value::Object(row.clone()))
+                .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
+            (summary, None)
+        };
         table.rows.push(Row {
             trace,
             config,
             summary,
+            playout,
         });
     }
     // An index no row uses is never judged; any configuration holds its place.

@@ -260,7 +260,20 @@ fn run_playout(
             .streams
             .iter()
             .map(|s| {
-                let mut v = json!({"stream": s.stream, "metrics": s.summary});
+                let mut v = json!({
+                    "stream": s.stream,
+                    "media": {
+                        "kind": s.media.kind.map(|k| k.name()),
+                        "encoding": s.media.encoding,
+                        "clock_rate": s.media.clock_rate,
+                        "payload_type": s.media.payload_type,
+                    },
+                    "prepared": s.prepared,
+                    "metrics": s.metrics.report(),
+                });
+                if let Some(frames) = &s.frames {
+                    v["video"] = serde_json::to_value(frames).unwrap_or(Value::Null);
+                }
                 // Every stream says what the policy's own logic counted (null when nothing).
                 v["neteq"] = Value::Null;
                 if let Some(d) = &s.run.detail {
@@ -269,7 +282,12 @@ fn run_playout(
                 v
             })
             .collect();
-        let doc = json!({"mode": "playout", "policy": policy.to_string(), "metrics": total, "streams": streams});
+        let doc = json!({
+            "mode": "playout",
+            "policy": policy.to_string(),
+            "metrics": played.metrics.report(),
+            "streams": streams,
+        });
         // Rendered first, so that a closed pipe is the I/O error `main` recognises.
         out.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
         writeln!(out)?;
@@ -285,6 +303,18 @@ fn run_playout(
             total.lost,
             total.late,
             total.max_consecutive_concealed
+        )?;
+        let r = played.metrics.report();
+        let opt = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"));
+        writeln!(
+            out,
+            "playout delay ms   mean {}  p50 {}  p95 {}  p99 {}  max {}   buffer wait mean {}",
+            opt(r.mean_delay_ms),
+            opt(r.p50_delay_ms),
+            opt(r.p95_delay_ms),
+            opt(r.p99_delay_ms),
+            opt(r.max_delay_ms),
+            opt(r.mean_buffer_delay_ms)
         )?;
         for s in &played.streams {
             if let Some(d) = &s.run.detail {

@@ -43,6 +43,12 @@ pub(crate) struct Args {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Playout mode (the default for RTP audio and video): figures of discrete playout.
+    #[arg(long, conflicts_with = "snapshot")]
+    playout: bool,
+    /// Snapshot mode, even for RTP audio or video.
+    #[arg(long)]
+    snapshot: bool,
     #[command(flatten)]
     decode: crate::input::DecodeArgs,
 }
@@ -58,6 +64,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         threads: args.threads,
         quiet: args.quiet,
         keep_going: false,
+        playout: args.playout,
+        snapshot: args.snapshot,
         decode: args.decode.clone(),
     };
     let explicit: Vec<Policy> = args

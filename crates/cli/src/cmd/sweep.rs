@@ -10,7 +10,7 @@ use jitterlab_replay::tune::{Constraints, tune};
 use jitterlab_replay::{Policy, TraceStreams};
 use jitterlab_report::results::{check_results_output, write_results};
 
-use crate::sweeping::{SweepOptions, execute, load_all, policies};
+use crate::sweeping::{Mode, SweepOptions, execute, execute_playout, load_all, policies};
 
 /// Arguments of `jitterlab sweep`.
 #[derive(Debug, clap::Args)]
@@ -43,23 +43,44 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     }
     let started = Instant::now();
     let loaded = load_all(&args.traces, &args.options)?;
-    let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
-    let load_secs = started.elapsed().as_secs_f64();
-    let replaying = Instant::now();
-    let rows = execute(&traces, &policies, &args.options, shard)?;
-    let packets: usize = rows.iter().map(|r| traces[r.trace].packets()).sum();
-    let secs = replaying.elapsed().as_secs_f64();
-    let names: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
+    let mode = Mode::choose(&args.options, &loaded);
+    let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
+    let (rows, packets, load_secs, secs) = match mode {
+        Mode::Snapshot => {
+            let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
+            let load_secs = started.elapsed().as_secs_f64();
+            let replaying = Instant::now();
+            let rows = execute(&traces, &policies, &args.options, shard)?;
+            let packets: usize = rows.iter().map(|r| traces[r.trace].packets()).sum();
+            (rows, packets, load_secs, replaying.elapsed().as_secs_f64())
+        }
+        Mode::Playout => {
+            let load_secs = started.elapsed().as_secs_f64();
+            let replaying = Instant::now();
+            let rows = execute_playout(&loaded, &policies, &args.options, shard)?;
+            let per_trace: Vec<usize> = loaded
+                .iter()
+                .map(|l| l.views().iter().map(|v| v.samples.len()).sum())
+                .collect();
+            let packets: usize = rows.iter().map(|r| per_trace[r.trace]).sum();
+            (rows, packets, load_secs, replaying.elapsed().as_secs_f64())
+        }
+    };
     if let Some(out) = &args.output {
         write_results(out, args.force, &names, &policies, &rows)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     eprintln!(
-        "{} replays ({} configurations × {} trace(s){}) in {secs:.2} s after {load_secs:.2} s reading: \
+        "{} {} ({} configurations × {} trace(s){}) in {secs:.2} s after {load_secs:.2} s reading: \
          {:.1} M packet-configuration steps/s{}",
         rows.len(),
+        if mode == Mode::Playout {
+            "playouts"
+        } else {
+            "replays"
+        },
         policies.len(),
-        traces.len(),
+        loaded.len(),
         if shard == Shard::ALL {
             String::new()
         } else {
@@ -75,6 +96,43 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// The Pareto frontier of a playout sweep: worst mean playout delay against worst concealment.
+fn print_playout_frontier(
+    out: &mut impl Write,
+    t: &jitterlab_replay::tune::Tuning,
+    policies: &[Policy],
+) -> Result<()> {
+    writeln!(
+        out,
+        "Pareto frontier (worst trace; lower playout delay or less concealment): {} of {} configurations",
+        t.frontier.len(),
+        t.candidates.len()
+    )?;
+    writeln!(
+        out,
+        "{:>10}  {:>8}  {:>14}  {:>13}  {:>5}  policy",
+        "conceal %", "late %", "mean delay ms", "p99 delay ms", "MOS"
+    )?;
+    let shown = t.frontier.len().min(15);
+    for &config in &t.frontier[t.frontier.len() - shown..] {
+        let Some(c) = t.candidate(config) else {
+            continue;
+        };
+        let opt = |v: Option<f64>, d: usize| v.map_or_else(|| "–".into(), |v| format!("{v:.d$}"));
+        writeln!(
+            out,
+            "{:>10.3}  {:>8.3}  {:>14}  {:>13}  {:>5}  {}",
+            100.0 * c.worst.concealment_ratio,
+            100.0 * c.worst.late_ratio,
+            opt(c.worst.mean_delay_ms, 1),
+            opt(c.worst.p99_delay_ms, 1),
+            opt(c.worst.mos, 2),
+            policies[config]
+        )?;
+    }
+    Ok(())
+}
+
 /// The best rows: the Pareto frontier of worst display delay against worst hold ratio.
 pub(crate) fn print_frontier(
     out: &mut impl Write,
@@ -82,6 +140,9 @@ pub(crate) fn print_frontier(
     policies: &[Policy],
 ) -> Result<()> {
     let t = tune(rows, policies, &Constraints::default());
+    if rows.iter().any(|r| r.playout.is_some()) {
+        return print_playout_frontier(out, &t, policies);
+    }
     writeln!(
         out,
         "Pareto frontier (worst trace; lower delay or fewer holds): {} of {} configurations",

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use jitterlab_replay::grid::{default_tune_grid_for, packet_rate};
+use jitterlab_replay::grid::{default_playout_grid_for, default_tune_grid_for, packet_rate};
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Candidate, Constraints, Tuning, tune};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
@@ -12,7 +12,9 @@ use jitterlab_report::results::SweepPoints;
 use jitterlab_report::{ReportInput, run_policies, write_full_report};
 use serde_json::{Value, json};
 
-use crate::sweeping::{SweepOptions, TuneLimits, execute, load_all, policies};
+use crate::sweeping::{
+    Mode, SweepOptions, TuneLimits, execute, execute_playout, load_all, policies,
+};
 
 /// Arguments of `jitterlab tune`.
 #[derive(Debug, clap::Args)]
@@ -39,6 +41,22 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
         .filter(|r| r.config == c.config)
         .map(|r| json!({"trace": names[r.trace], "metrics": r.summary}))
         .collect();
+    let playout = rows.iter().any(|r| r.playout.is_some());
+    if playout {
+        let per_trace: Vec<Value> = rows
+            .iter()
+            .filter(|r| r.config == c.config)
+            .map(|r| json!({"trace": names[r.trace], "metrics": r.playout}))
+            .collect();
+        return json!({
+            "worst_late_ratio": c.worst.late_ratio,
+            "worst_concealment_ratio": c.worst.concealment_ratio,
+            "worst_mean_delay_ms": c.worst.mean_delay_ms,
+            "worst_p99_delay_ms": c.worst.p99_delay_ms,
+            "worst_mos": c.worst.mos,
+            "traces": per_trace,
+        });
+    }
     json!({
         "worst_hold_ratio": c.worst.hold_ratio,
         "worst_mean_delay_ms": c.worst.mean_delay_ms,
@@ -55,15 +73,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     } else {
         load_all(&args.traces, &args.options)?
     };
-    let policies = policies(
-        &args.options,
-        Some(default_tune_grid_for(packet_rate(
-            loaded.iter().map(|l| &l.decoded),
-        ))),
-    )?;
-    let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
-    let rows = execute(&traces, &policies, &args.options, Shard::ALL)?;
-    let names: Vec<String> = traces.iter().map(|t| t.name.clone()).collect();
+    let mode = Mode::choose(&args.options, &loaded);
+    let rate = packet_rate(loaded.iter().map(|l| &l.decoded));
+    let fallback = match mode {
+        Mode::Snapshot => default_tune_grid_for(rate),
+        Mode::Playout => default_playout_grid_for(rate),
+    };
+    let policies = policies(&args.options, Some(fallback))?;
+    let rows = match mode {
+        Mode::Snapshot => {
+            let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
+            execute(&traces, &policies, &args.options, Shard::ALL)?
+        }
+        Mode::Playout => execute_playout(&loaded, &policies, &args.options, Shard::ALL)?,
+    };
+    let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
     let t = tune(&rows, &policies, &constraints);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -76,10 +100,19 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             "recommendation": t.recommendation.and_then(entry),
             "runners_up": t.runners_up.iter().filter_map(|&c| entry(c)).collect::<Vec<_>>(),
             "rejected": t.rejected.iter().map(|(p, why)| json!({"policy": p, "reason": why})).collect::<Vec<_>>(),
-            "constraints": {
-                "max_hold_ratio": constraints.max_hold_ratio,
-                "max_p99_error": constraints.max_p99_error,
-                "objective": constraints.objective.name(),
+            "mode": match mode { Mode::Snapshot => "snapshot", Mode::Playout => "playout" },
+            "constraints": match mode {
+                Mode::Snapshot => json!({
+                    "max_hold_ratio": constraints.max_hold_ratio,
+                    "max_p99_error": constraints.max_p99_error,
+                    "objective": constraints.objective.name(),
+                }),
+                Mode::Playout => json!({
+                    "max_late": constraints.max_late,
+                    "max_concealment": constraints.max_concealment,
+                    "min_mos": constraints.min_mos,
+                    "objective": "delay",
+                }),
             },
             "configurations": policies.len(),
             "traces": names,
@@ -88,6 +121,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         // Rendered first, so that a closed pipe is the I/O error `main` recognises.
         out.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
         writeln!(out)?;
+    } else if mode == Mode::Playout {
+        print_playout_text(&mut out, &t, &policies, &names, &constraints)?;
     } else {
         print_text(&mut out, &t, &policies, &names, &constraints)?;
     }
@@ -119,6 +154,84 @@ fn line(c: &Candidate) -> String {
             .p99_error
             .map_or_else(|| "–".into(), |e| format!("{e:.4}"))
     )
+}
+
+fn playout_line(c: &Candidate) -> String {
+    let opt =
+        |v: Option<f64>, unit: &str| v.map_or_else(|| "–".into(), |v| format!("{v:.1}{unit}"));
+    format!(
+        "late {:.3} %, concealed {:.3} %, mean playout delay {}, p99 {}, MOS {}",
+        100.0 * c.worst.late_ratio,
+        100.0 * c.worst.concealment_ratio,
+        opt(c.worst.mean_delay_ms, " ms"),
+        opt(c.worst.p99_delay_ms, " ms"),
+        c.worst
+            .mos
+            .map_or_else(|| "–".into(), |m| format!("{m:.2}"))
+    )
+}
+
+fn print_playout_text(
+    out: &mut impl Write,
+    t: &Tuning,
+    policies: &[Policy],
+    names: &[String],
+    c: &Constraints,
+) -> Result<()> {
+    writeln!(
+        out,
+        "Tuned {} playout configurations over {} trace(s) ({}); limits: late ≤ {:.2} %{}{}; \
+         minimising mean playout delay.",
+        policies.len(),
+        names.len(),
+        names.join(", "),
+        100.0 * c.max_late,
+        c.max_concealment.map_or(String::new(), |m| format!(
+            ", concealment ≤ {:.2} %",
+            100.0 * m
+        )),
+        c.min_mos
+            .map_or(String::new(), |m| format!(", MOS ≥ {m:.2}")),
+    )?;
+    match t.recommendation.and_then(|r| t.candidate(r)) {
+        Some(rec) => {
+            writeln!(
+                out,
+                "\nRecommendation (worst trace: {}):",
+                playout_line(rec)
+            )?;
+            writeln!(out, "  --playout --policy {}", policies[rec.config])?;
+        }
+        None => writeln!(out, "\nNo configuration meets the limits on every trace.")?,
+    }
+    if !t.runners_up.is_empty() {
+        writeln!(out, "\nRunner-up per policy:")?;
+        for &r in &t.runners_up {
+            if let Some(cand) = t.candidate(r) {
+                writeln!(
+                    out,
+                    "  {:<13} {}\n                {}",
+                    policies[r].name(),
+                    playout_line(cand),
+                    policies[r]
+                )?;
+            }
+        }
+    }
+    if !t.rejected.is_empty() {
+        writeln!(out, "\nRejected:")?;
+        for (p, why) in &t.rejected {
+            writeln!(out, "  {p:<13} {why}")?;
+        }
+    }
+    let feasible = t.candidates.iter().filter(|c| c.rejected.is_none()).count();
+    writeln!(
+        out,
+        "\n{feasible} of {} configurations meet the limits; {} are on the delay/concealment Pareto frontier.",
+        t.candidates.len(),
+        t.frontier.len()
+    )?;
+    Ok(())
 }
 
 fn print_text(

@@ -4,8 +4,10 @@
 
 use std::collections::HashMap;
 
+mod metrics;
 mod stream;
 
+pub use metrics::{PlayoutMetrics, PlayoutReport};
 pub use stream::{Media, PlayoutStream, Prepared, Slot};
 
 use jitterlab_capture::Nanos;
@@ -371,7 +373,7 @@ pub fn frame_slots<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<(i6
 }
 
 /// What a listener heard: counts over a playout run (C22, C23).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlayoutSummary {
     /// Frame slots played out (from the first to the last sequence number received).
     pub frames: u64,

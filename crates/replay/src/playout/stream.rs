@@ -146,6 +146,19 @@ impl<'a> PlayoutStream<'a> {
         }
     }
 
+    /// Prepares `samples` with `clock` mapping local to sender time, its offset taken over the
+    /// units that play (a video frame's transit runs to its last packet) after re-basing.
+    pub fn with_clock(
+        id: u32,
+        samples: &'a [Sample],
+        media: Media,
+        clock: crate::ClockMapping,
+    ) -> Self {
+        let mut s = Self::new(id, samples, media, Nanos::ZERO);
+        s.offset = clock.offset(&s.units);
+        s
+    }
+
     /// A stream with no media information (tests, game input): the samples as they are.
     pub fn plain(samples: &'a [Sample], offset: Nanos) -> Self {
         Self::new(0, samples, Media::default(), offset)

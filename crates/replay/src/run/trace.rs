@@ -6,7 +6,9 @@ use super::{Frame, FrameClock, replay_stream};
 use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::Metrics;
-use crate::playout::{Media, PlayoutRun, PlayoutStream, PlayoutSummary, summarize};
+use crate::playout::{
+    Media, PlayoutMetrics, PlayoutRun, PlayoutStream, PlayoutSummary, Prepared, summarize,
+};
 use crate::policy::Policy;
 use crate::streams::views;
 
@@ -50,6 +52,14 @@ pub struct StreamPlayout {
     pub run: PlayoutRun,
     /// The slots summarised.
     pub summary: PlayoutSummary,
+    /// The playout's figures.
+    pub metrics: PlayoutMetrics,
+    /// What the stream carries, and what preparing it set aside or repaired.
+    pub media: Media,
+    /// What preparing the stream set aside or repaired.
+    pub prepared: Prepared,
+    /// Video: how its frames were assembled.
+    pub frames: Option<crate::video::Assembly>,
 }
 
 /// The discrete playout (C21–C24) of every stream of a trace (or only `only`).
@@ -59,6 +69,8 @@ pub struct TracePlayout {
     pub streams: Vec<StreamPlayout>,
     /// All streams together.
     pub total: PlayoutSummary,
+    /// All streams' figures together (what a playout sweep's row holds).
+    pub metrics: PlayoutMetrics,
 }
 
 /// Plays every stream of a decoded trace (or only `only`) as discrete frames through `policy`:
@@ -81,23 +93,28 @@ pub(crate) fn playout_trace(
     let mut out = TracePlayout::default();
     for view in views(decoded, only) {
         let view = view?;
-        let offset = clock.offset(&view.samples);
         let media = decoded
             .streams
             .iter()
             .find(|s| s.id == view.id)
             .map(Media::of)
             .unwrap_or_default();
-        let stream = PlayoutStream::new(view.id, &view.samples, media, offset);
+        let stream = PlayoutStream::with_clock(view.id, &view.samples, media, clock);
         let run = policy.playout(&stream).ok_or(Error::NotPlayout {
             policy: policy.name(),
         })?;
         let summary = summarize(&run.events);
+        let metrics = PlayoutMetrics::measure(&stream, &run);
         out.total.merge(&summary);
+        out.metrics.merge(&metrics);
         out.streams.push(StreamPlayout {
             stream: view.id,
             run,
             summary,
+            metrics,
+            prepared: stream.prepared.clone(),
+            frames: stream.frames.clone(),
+            media: stream.media.clone(),
         });
     }
     Ok(out)

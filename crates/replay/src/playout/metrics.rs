@@ -1,0 +1,207 @@
+//! What a listener or viewer got from one discrete playout, in figures a sweep can merge over
+//! streams and compare across configurations.
+//!
+//! The **playout delay** of a slot is how long after its reference arrival it played: its
+//! play time minus its send time mapped to the local clock (`send − offset`, the clock
+//! mapping's minimum transit). It is the delay a buffer adds on top of the fastest packet, the
+//! one figure every policy is judged by in playout mode (a fixed buffer's is its `delay`). The
+//! **buffer delay** of a played slot is its play time minus its own arrival: how long it
+//! waited in the buffer (webrtc-stats' jitterBufferDelay per emitted unit).
+
+use super::{PlayoutEvent, PlayoutRun, PlayoutStream, PlayoutSummary, summarize};
+use crate::metrics::LogHistogram;
+
+/// One playout's figures, mergeable over streams.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayoutMetrics {
+    /// Slots played, concealed, lost and late.
+    pub summary: PlayoutSummary,
+    /// Playout delay per slot, ms.
+    delay: LogHistogram,
+    /// Sum of buffer delays of played slots, ns, and how many.
+    buffer: (i128, u64),
+    /// Sum of the targets recorded, ns, and how many.
+    target: (i128, u64),
+}
+
+impl PlayoutMetrics {
+    /// Measures one stream's playout.
+    pub fn measure(stream: &PlayoutStream<'_>, run: &PlayoutRun) -> Self {
+        let slots = stream.slots();
+        let first = slots.first().map_or(0, |s| s.seq);
+        let mut m = Self {
+            summary: summarize(&run.events),
+            ..Self::default()
+        };
+        // Fixed delays (the common case in sweeps) need no histogram walk per slot.
+        let constant = match run.targets {
+            super::Targets::Constant(d) => Some(d),
+            _ => None,
+        };
+        let mut all_at_target = constant.is_some();
+        for (i, e) in run.events.iter().enumerate() {
+            let (seq, at, played) = match *e {
+                PlayoutEvent::Played { seq, at } => (seq, at, true),
+                PlayoutEvent::Concealed { seq, at, .. } => (seq, at, false),
+            };
+            let Some(slot) = usize::try_from(seq - first).ok().and_then(|k| slots.get(k)) else {
+                continue;
+            };
+            let delay = at - (slot.send - stream.offset);
+            if all_at_target && Some(delay) == constant {
+                // Counted below in one go.
+            } else {
+                if all_at_target {
+                    // The first slot off the constant: count the ones before it now.
+                    all_at_target = false;
+                    if let Some(d) = constant {
+                        m.delay.add_n(d.as_millis_f64(), i as u64);
+                    }
+                }
+                m.delay.add(delay.as_millis_f64().max(0.0));
+            }
+            if played && let Some(arrival) = slot.arrival {
+                m.buffer.0 += i128::from((at - arrival).as_nanos());
+                m.buffer.1 += 1;
+            }
+            if let Some(t) = run.target(i) {
+                m.target.0 += i128::from(t.as_nanos());
+                m.target.1 += 1;
+            }
+        }
+        if all_at_target && let Some(d) = constant {
+            m.delay.add_n(d.as_millis_f64(), run.events.len() as u64);
+        }
+        m
+    }
+
+    /// Adds another stream's figures.
+    pub fn merge(&mut self, o: &Self) {
+        self.summary.merge(&o.summary);
+        self.delay.merge(&o.delay);
+        self.buffer.0 += o.buffer.0;
+        self.buffer.1 += o.buffer.1;
+        self.target.0 += o.target.0;
+        self.target.1 += o.target.1;
+    }
+
+    /// The figures as a flat record (JSON, result tables).
+    pub fn report(&self) -> PlayoutReport {
+        let mean = |(sum, n): (i128, u64)| (n > 0).then(|| sum as f64 / n as f64 / 1e6);
+        PlayoutReport {
+            summary: self.summary,
+            mean_delay_ms: self.delay.mean(),
+            p50_delay_ms: self.delay.quantile(0.5),
+            p95_delay_ms: self.delay.quantile(0.95),
+            p99_delay_ms: self.delay.quantile(0.99),
+            max_delay_ms: self.delay.max(),
+            mean_buffer_delay_ms: mean(self.buffer),
+            mean_target_ms: mean(self.target),
+        }
+    }
+}
+
+impl PlayoutReport {
+    /// The E-model MOS, when the stream is audio.
+    pub fn mos(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// A playout's figures: the slot counts and the delays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlayoutReport {
+    /// Slots played, concealed, lost and late.
+    #[serde(flatten)]
+    pub summary: PlayoutSummary,
+    /// Mean playout delay over every slot, ms (see the module documentation).
+    pub mean_delay_ms: Option<f64>,
+    /// Median playout delay, ms.
+    pub p50_delay_ms: Option<f64>,
+    /// 95th percentile playout delay, ms.
+    pub p95_delay_ms: Option<f64>,
+    /// 99th percentile playout delay, ms.
+    pub p99_delay_ms: Option<f64>,
+    /// Largest playout delay, ms.
+    pub max_delay_ms: Option<f64>,
+    /// Mean time a played slot waited in the buffer after its own arrival, ms.
+    pub mean_buffer_delay_ms: Option<f64>,
+    /// Mean target delay the policy aimed at, ms (`None`: it records none).
+    pub mean_target_ms: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use jitterlab_capture::Nanos;
+    use jitterlab_capture::decode::Sample;
+
+    use super::*;
+    use crate::playout::{playout_fixed, playout_slots};
+
+    fn frame(seq: i64, send_ms: i64, arrival_ms: i64) -> Sample {
+        Sample::new(
+            0,
+            seq,
+            Nanos::from_millis(send_ms),
+            Nanos::from_millis(arrival_ms),
+        )
+    }
+
+    /// 20 ms frames with transit 10 ms, except frame 2 (40 ms late) and frame 4 (lost); the
+    /// offset maps local to sender time by the minimum transit (−10 ms), the delay is 30 ms.
+    #[test]
+    fn delays_are_measured_from_the_minimum_transit() {
+        let samples = vec![
+            frame(0, 0, 10),
+            frame(1, 20, 30),
+            frame(2, 40, 90),
+            frame(3, 60, 70),
+            frame(5, 100, 110),
+        ];
+        let offset = Nanos::from_millis(-10);
+        let stream = PlayoutStream::plain(&samples, offset);
+        let delay = Nanos::from_millis(30);
+        let events = playout_slots(stream.slots(), delay, offset);
+        assert_eq!(events, playout_fixed(&samples, delay, offset));
+        let m = PlayoutMetrics::measure(&stream, &PlayoutRun::fixed(events, delay));
+        let r = m.report();
+        assert_eq!(
+            (r.summary.frames, r.summary.late, r.summary.lost),
+            (6, 1, 1)
+        );
+        assert_eq!(r.mean_delay_ms.map(f64::round), Some(30.0));
+        assert_eq!(r.mean_target_ms, Some(30.0));
+        // The frames played all arrived at the minimum transit: each waited the whole delay.
+        assert_eq!(r.mean_buffer_delay_ms, Some(30.0));
+
+        // Two streams merge: counts add, means re-weight.
+        let mut both = m.clone();
+        both.merge(&m);
+        assert_eq!(both.report().summary.frames, 12);
+        assert_eq!(both.report().mean_buffer_delay_ms, Some(30.0));
+    }
+
+    /// An adaptive run's delays follow its play times, not a constant.
+    #[test]
+    fn varying_delays_are_histogrammed() {
+        let samples: Vec<Sample> = (0..4).map(|i| frame(i, i * 20, i * 20)).collect();
+        let stream = PlayoutStream::plain(&samples, Nanos::ZERO);
+        let events: Vec<PlayoutEvent> = (0..4)
+            .map(|i| PlayoutEvent::Played {
+                seq: i,
+                at: Nanos::from_millis(i * 20 + 10 * (i + 1)),
+            })
+            .collect();
+        let run = PlayoutRun {
+            targets: crate::playout::Targets::Constant(Nanos::from_millis(10)),
+            ..PlayoutRun::new(events)
+        };
+        let r = PlayoutMetrics::measure(&stream, &run).report();
+        assert_eq!(r.max_delay_ms.map(f64::round), Some(40.0));
+        assert_eq!(r.mean_buffer_delay_ms, Some(25.0));
+        assert!(
+            r.mean_delay_ms.is_some_and(|d| (d - 25.0).abs() < 0.5),
+            "{r:?}"
+        );
+    }
+}
