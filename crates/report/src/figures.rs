@@ -362,6 +362,122 @@ pub fn playout_figure(decoded: &Decoded, stream: u32, max_delay_ms: u32) -> Figu
     )
 }
 
+/// Playout mode: per configuration on one time axis, the target and the actual playout delay,
+/// with the slots concealed because their frame never came or came late marked.
+pub fn playout_timeline_figure(runs: &[Run]) -> Figure {
+    let logs: Vec<(&Run, &crate::runs::PlayoutLog)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.playout.as_ref()?)))
+        .collect();
+    let x_hi = logs
+        .iter()
+        .flat_map(|(_, l)| l.delay.last().map(|p| p.0))
+        .fold(0.0f64, f64::max);
+    let y_hi = logs
+        .iter()
+        .flat_map(|(_, l)| l.delay.iter().chain(&l.target).map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let panels = logs
+        .iter()
+        .enumerate()
+        .map(|(i, (r, log))| {
+            let mut series = vec![Series {
+                label: "playout delay".into(),
+                color: i,
+                style: Style::Line,
+                points: log.delay.clone(),
+            }];
+            if !log.target.is_empty() {
+                series.push(Series {
+                    label: "target".into(),
+                    color: 7,
+                    style: Style::Step,
+                    points: log.target.clone(),
+                });
+            }
+            if !log.late.is_empty() {
+                series.push(Series {
+                    label: format!("late ({})", log.late.len()),
+                    color: 5,
+                    style: Style::Crosses,
+                    points: log.late.clone(),
+                });
+            }
+            if !log.lost.is_empty() {
+                series.push(Series {
+                    label: format!("never arrived ({})", log.lost.len()),
+                    color: 3,
+                    style: Style::Dots,
+                    points: log.lost.clone(),
+                });
+            }
+            let rep = &log.report;
+            Panel {
+                title: format!(
+                    "{}: late {:.2} %, concealed {:.2} %, mean delay {}{}",
+                    r.label,
+                    100.0 * rep.summary.late_ratio,
+                    100.0 * rep.summary.concealment_ratio,
+                    rep.mean_delay_ms
+                        .map_or_else(|| "–".to_owned(), |d| format!("{d:.1} ms")),
+                    rep.mos().map_or(String::new(), |m| format!(", MOS {m:.2}"))
+                ),
+                x_label: "time since first arrival (s)".into(),
+                y_label: "delay beyond the minimum transit (ms)".into(),
+                series,
+                x_range: (x_hi > 0.0).then_some((0.0, x_hi)),
+                y_range: (y_hi > 0.0).then_some((0.0, y_hi * 1.05)),
+                ..Panel::default()
+            }
+        })
+        .collect();
+    let mut fig = Figure::new(
+        "Playout: target and actual delay, concealment marked",
+        panels,
+    );
+    fig.columns = if logs.len() > 3 { 2 } else { 1 };
+    fig
+}
+
+/// Playout mode: each configuration's MOS (E-model) against its mean playout delay.
+pub fn mos_figure(runs: &[Run]) -> Figure {
+    let series: Vec<Series> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let rep = &r.playout.as_ref()?.report;
+            Some(Series {
+                label: format!(
+                    "{}: MOS {}",
+                    r.label,
+                    rep.mos()
+                        .map_or_else(|| "–".to_owned(), |m| format!("{m:.2}"))
+                ),
+                color: i,
+                style: Style::Crosses,
+                points: vec![(rep.mean_delay_ms?, rep.mos().unwrap_or(f64::NAN))],
+            })
+        })
+        .collect();
+    let note = series
+        .iter()
+        .all(|s| s.points.iter().all(|p| !p.1.is_finite()))
+        .then(|| "no MOS: the stream is not audio".to_owned());
+    Figure::new(
+        "MOS per configuration",
+        vec![Panel {
+            title: "E-model MOS against mean playout delay".into(),
+            x_label: "mean playout delay (ms)".into(),
+            y_label: "MOS".into(),
+            series,
+            y_range: Some((1.0, 4.6)),
+            note,
+            ..Panel::default()
+        }],
+    )
+}
+
 fn per_run_figure(
     runs: &[Run],
     title: &str,
@@ -448,6 +564,20 @@ pub fn error_figure(runs: &[Run]) -> Figure {
 /// Sweep: every configuration's worst display delay against its worst hold ratio, one colour
 /// per policy, the tune rule's Pareto frontier joined, its recommendation marked.
 pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
+    // Playout sweeps trade concealment (late or lost frames) against delay, not holds.
+    let bad = |p: &crate::results::SweepPoint| {
+        100.0
+            * if sweep.playout {
+                p.worst_concealment
+            } else {
+                p.worst_hold
+            }
+    };
+    let (what, delay_label) = if sweep.playout {
+        ("concealed", "mean playout delay (ms)")
+    } else {
+        ("holds", "mean display delay (ms)")
+    };
     let mut names: Vec<&str> = jitterlab_replay::Policy::NAMES.to_vec();
     for p in &sweep.points {
         if !names.contains(&p.name.as_str()) {
@@ -460,7 +590,7 @@ pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
             .points
             .iter()
             .filter(|p| p.name == *name)
-            .filter_map(|p| Some((p.worst_delay?, 100.0 * p.worst_hold)))
+            .filter_map(|p| Some((p.worst_delay?, bad(p))))
             .filter(|(x, y)| x.is_finite() && y.is_finite())
             .collect();
         if !points.is_empty() {
@@ -478,7 +608,7 @@ pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
         .frontier
         .iter()
         .filter_map(|&i| sweep.points.get(i))
-        .filter_map(|p| Some((p.worst_delay?, 100.0 * p.worst_hold)))
+        .filter_map(|p| Some((p.worst_delay?, bad(p))))
         .filter(|(x, y)| x.is_finite() && y.is_finite())
         .collect();
     if frontier.len() > 1 {
@@ -495,13 +625,15 @@ pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
     {
         series.push(Series {
             label: format!(
-                "recommended: {} ({d:.1} ms, {:.2} % holds)",
+                "recommended: {} ({d:.1} ms, {:.2} % {what}{})",
                 p.name,
-                100.0 * p.worst_hold
+                bad(p),
+                p.worst_mos
+                    .map_or(String::new(), |m| format!(", MOS {m:.2}"))
             ),
             color: 5,
             style: Style::Crosses,
-            points: vec![(d, 100.0 * p.worst_hold)],
+            points: vec![(d, bad(p))],
         });
     } else if !sweep.points.is_empty() {
         note = Some("no configuration meets the limits".to_owned());
@@ -513,9 +645,17 @@ pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
             sweep.rows
         ),
         vec![Panel {
-            title: "Display delay against hold ratio (worst trace per configuration)".into(),
-            x_label: "mean display delay (ms)".into(),
-            y_label: "hold ratio (%)".into(),
+            title: if sweep.playout {
+                "Playout delay against concealment (worst trace per configuration)".into()
+            } else {
+                "Display delay against hold ratio (worst trace per configuration)".into()
+            },
+            x_label: delay_label.into(),
+            y_label: if sweep.playout {
+                "concealed frames (%)".into()
+            } else {
+                "hold ratio (%)".into()
+            },
             series,
             note,
             ..Panel::default()

@@ -32,6 +32,6 @@ mod write;
 
 pub use error::Error;
 pub use figure::Figure;
-pub use runs::{FrameLog, Run, run_policies};
+pub use runs::{FrameLog, PlayoutLog, Run, play_policies, run_policies};
 pub use table::summary_frame;
 pub use write::{ReportInput, Written, report_figures, write_full_report, write_report};

@@ -435,6 +435,10 @@ pub struct SweepPoint {
     pub worst_delay: Option<f64>,
     /// Numeric parameters (durations in ms).
     pub params: Vec<(String, f64)>,
+    /// Playout mode: the largest concealment ratio over the traces.
+    pub worst_concealment: f64,
+    /// Playout mode: the lowest MOS over the traces.
+    pub worst_mos: Option<f64>,
 }
 
 /// A sweep's configurations as the tune rule judged them, ready for the Pareto figure and the
@@ -449,11 +453,22 @@ pub struct SweepPoints {
     pub frontier: Vec<usize>,
     /// Index into `points` of the recommendation.
     pub recommendation: Option<usize>,
+    /// The sweep played discrete frames: the frontier trades concealment, not holds.
+    pub playout: bool,
 }
 
 impl SweepPoints {
     /// The points of `tuning`, made over `rows` rows of `policies`.
     pub fn new(policies: &[Policy], tuning: &Tuning, rows: usize) -> Self {
+        Self::of(policies, tuning, rows, false)
+    }
+
+    /// [`SweepPoints::new`] of a playout sweep.
+    pub fn playout(policies: &[Policy], tuning: &Tuning, rows: usize) -> Self {
+        Self::of(policies, tuning, rows, true)
+    }
+
+    fn of(policies: &[Policy], tuning: &Tuning, rows: usize, playout: bool) -> Self {
         let points: Vec<SweepPoint> = tuning
             .candidates
             .iter()
@@ -464,6 +479,8 @@ impl SweepPoints {
                     name: policy.name().to_owned(),
                     worst_hold: c.worst.hold_ratio,
                     worst_delay: c.worst.mean_delay_ms,
+                    worst_concealment: c.worst.concealment_ratio,
+                    worst_mos: c.worst.mos,
                     params: policy
                         .params()
                         .into_iter()
@@ -483,6 +500,7 @@ impl SweepPoints {
                 .filter_map(|&c| point_of(c))
                 .collect(),
             recommendation: tuning.recommendation.and_then(point_of),
+            playout,
         }
     }
 }

@@ -10,6 +10,9 @@ use crate::runs::Run;
 /// # Errors
 /// Polars failures (none expected for well-formed runs).
 pub fn summary_frame(runs: &[Run]) -> Result<DataFrame, Error> {
+    if runs.iter().any(|r| r.playout.is_some()) {
+        return playout_frame(runs);
+    }
     let opt = |f: fn(&Run) -> Option<f64>| runs.iter().map(f).collect::<Vec<Option<f64>>>();
     let df = df!(
         "config" => runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>(),
@@ -20,6 +23,27 @@ pub fn summary_frame(runs: &[Run]) -> Result<DataFrame, Error> {
         "p99_delay_ms" => opt(|r| r.summary.p99_delay_ms),
         "mean_error" => opt(|r| r.summary.mean_error),
         "p99_error" => opt(|r| r.summary.p99_error),
+    )?;
+    Ok(df)
+}
+
+/// One row per discrete playout with the figures a listener's experience comes down to.
+fn playout_frame(runs: &[Run]) -> Result<DataFrame, Error> {
+    let report = |r: &Run| r.playout.as_ref().map(|p| p.report).unwrap_or_default();
+    let opt = |f: fn(&jitterlab_replay::playout::PlayoutReport) -> Option<f64>| {
+        runs.iter()
+            .map(|r| f(&report(r)))
+            .collect::<Vec<Option<f64>>>()
+    };
+    let df = df!(
+        "config" => runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>(),
+        "frames" => runs.iter().map(|r| report(r).summary.frames).collect::<Vec<_>>(),
+        "late_ratio" => runs.iter().map(|r| report(r).summary.late_ratio).collect::<Vec<_>>(),
+        "concealment_ratio" => runs.iter().map(|r| report(r).summary.concealment_ratio).collect::<Vec<_>>(),
+        "max_consecutive_concealed" => runs.iter().map(|r| report(r).summary.max_consecutive_concealed).collect::<Vec<_>>(),
+        "mean_delay_ms" => opt(|p| p.mean_delay_ms),
+        "p99_delay_ms" => opt(|p| p.p99_delay_ms),
+        "mos" => opt(jitterlab_replay::playout::PlayoutReport::mos),
     )?;
     Ok(df)
 }

@@ -11,8 +11,8 @@ use rayon::prelude::*;
 use crate::Error;
 use crate::figure::Figure;
 use crate::figures::{
-    depth_figure, error_cdf_figure, error_figure, heatmap_figure, jitter_figure, network_figure,
-    pareto_figure, playout_figure, timeline_figure,
+    depth_figure, error_cdf_figure, error_figure, heatmap_figure, jitter_figure, mos_figure,
+    network_figure, pareto_figure, playout_figure, playout_timeline_figure, timeline_figure,
 };
 use crate::results::SweepPoints;
 use crate::runs::Run;
@@ -80,6 +80,7 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
         recommendation: _,
     } = *input;
     type Make<'a> = Box<dyn Fn() -> Figure + Send + Sync + 'a>;
+    let playout = runs.iter().any(|r| r.playout.is_some()) || sweep.is_some_and(|s| s.playout);
     let mut makers: Vec<(&'static str, &'static str, Make<'_>)> = vec![
         (
             "network.png",
@@ -91,34 +92,53 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
             "Jitter",
             Box::new(move || jitter_figure(decoded, stream, &format!("{title}: jitter"))),
         ),
-        (
+    ];
+    if playout {
+        makers.push((
+            "playout-timeline.png",
+            "Playout: target and actual delay, concealment",
+            Box::new(move || playout_timeline_figure(runs)),
+        ));
+        makers.push((
+            "mos.png",
+            "MOS per configuration",
+            Box::new(move || mos_figure(runs)),
+        ));
+    } else {
+        makers.push((
             "timeline.png",
             "Delay, depth and frame modes",
             Box::new(move || timeline_figure(runs)),
-        ),
-        (
+        ));
+        makers.push((
             "buffer-depth.png",
             "Buffer depth",
             Box::new(move || depth_figure(runs)),
-        ),
-        ("error.png", "Error", Box::new(move || error_figure(runs))),
-        (
+        ));
+        makers.push(("error.png", "Error", Box::new(move || error_figure(runs))));
+        makers.push((
             "error-cdf.png",
             "Error distribution",
             Box::new(move || error_cdf_figure(runs)),
-        ),
-    ];
+        ));
+    }
     if let Some(sweep) = sweep {
         makers.push((
             "pareto.png",
-            "Sweep: delay against holds",
+            if playout {
+                "Sweep: playout delay against concealment"
+            } else {
+                "Sweep: delay against holds"
+            },
             Box::new(move || pareto_figure(sweep)),
         ));
-        makers.push((
-            "heatmap.png",
-            "Sweep: hold ratio over two parameters",
-            Box::new(move || heatmap_figure(sweep)),
-        ));
+        if !playout {
+            makers.push((
+                "heatmap.png",
+                "Sweep: hold ratio over two parameters",
+                Box::new(move || heatmap_figure(sweep)),
+            ));
+        }
     }
     makers.push((
         "playout.png",

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use jitterlab_replay::grid::{default_tune_grid_for, packet_rate};
+use jitterlab_replay::grid::{default_playout_grid_for, default_tune_grid_for, packet_rate};
 use jitterlab_replay::sweep::Shard;
 use jitterlab_replay::tune::tune;
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams, streams};
 use jitterlab_report::results::{SweepPoints, SweepTable, read_results};
-use jitterlab_report::{ReportInput, run_policies, write_full_report};
+use jitterlab_report::{ReportInput, play_policies, run_policies, write_full_report};
 
-use crate::sweeping::{SweepOptions, TuneLimits, execute};
+use crate::sweeping::{Mode, SweepOptions, TuneLimits, execute, execute_playout};
 
 /// Arguments of `jitterlab report`.
 #[derive(Debug, clap::Args)]
@@ -138,14 +138,33 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     )
     .with_context(|| format!("--stream {stream}"))?;
     // The sweep to show: the given results, or tune's default grid over this trace; judged
-    // by the one tune rule either way.
+    // by the one tune rule either way. A results file says its own mode.
+    let mode = match &sweep_file {
+        Some(t) if t.rows.iter().any(|r| r.playout.is_some()) => Mode::Playout,
+        Some(_) if !args.playout => Mode::Snapshot,
+        _ => Mode::choose(&options, std::slice::from_ref(&loaded)),
+    };
     let table = match sweep_file {
         Some(table) => table,
         None => {
-            let grid = default_tune_grid_for(packet_rate([&loaded.decoded]));
+            let rate = packet_rate([&loaded.decoded]);
+            let grid = match mode {
+                Mode::Snapshot => default_tune_grid_for(rate),
+                Mode::Playout => default_playout_grid_for(rate),
+            };
             let policies = grid.expand(options.max_configs)?;
-            let traces = [loaded.prepare()];
-            let rows = execute(&traces, &policies, &options, Shard::ALL)?;
+            let rows = match mode {
+                Mode::Snapshot => {
+                    let traces = [loaded.prepare()];
+                    execute(&traces, &policies, &options, Shard::ALL)?
+                }
+                Mode::Playout => execute_playout(
+                    std::slice::from_ref(&loaded),
+                    &policies,
+                    &options,
+                    Shard::ALL,
+                )?,
+            };
             SweepTable {
                 traces: vec![loaded.name.clone()],
                 policies,
@@ -154,7 +173,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
     };
     let tuning = tune(&table.rows, &table.policies, &constraints);
-    let rule = constraints.rule(table.policies.len());
+    let rule = match mode {
+        Mode::Snapshot => constraints.rule(table.policies.len()),
+        Mode::Playout => constraints.playout_rule(table.policies.len()),
+    };
     let recommended = tuning.recommendation.map(|c| table.policies[c].clone());
     // What `tune --report` shows too: the recommendation and runners-up, or the frontier's
     // low-hold end when nothing is feasible.
@@ -181,14 +203,22 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         })
         .collect();
     let clock: ClockMapping = options.clock.parse()?;
-    let runs = run_policies(
-        &loaded.decoded,
-        stream,
-        &runs_in,
-        &FrameClock::Fps(options.fps),
-        clock,
-    )?;
-    let points = SweepPoints::new(&table.policies, &tuning, table.rows.len());
+    let (runs, points) = match mode {
+        Mode::Snapshot => (
+            run_policies(
+                &loaded.decoded,
+                stream,
+                &runs_in,
+                &FrameClock::Fps(options.fps),
+                clock,
+            )?,
+            SweepPoints::new(&table.policies, &tuning, table.rows.len()),
+        ),
+        Mode::Playout => (
+            play_policies(&loaded.decoded, stream, &runs_in, clock)?,
+            SweepPoints::playout(&table.policies, &tuning, table.rows.len()),
+        ),
+    };
     let recommended_text = recommended.as_ref().map(Policy::to_string);
     let written = write_full_report(
         &args.output,
@@ -202,12 +232,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         },
     )
     .with_context(|| format!("cannot write the report into {}", args.output.display()))?;
+    let flag = if mode == Mode::Playout {
+        "--playout "
+    } else {
+        ""
+    };
     match &recommended {
-        Some(p) => println!("Recommended: --policy {p}"),
+        Some(p) => println!("Recommended: {flag}--policy {p}"),
         None => println!("No configuration of the sweep meets the limits: {rule}"),
     }
     for &c in &tuning.runners_up {
-        println!("Runner-up: --policy {}", table.policies[c]);
+        println!("Runner-up: {flag}--policy {}", table.policies[c]);
     }
     println!(
         "Report written to {}/ ({} files; open index.html)",

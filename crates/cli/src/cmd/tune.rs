@@ -9,7 +9,7 @@ use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Candidate, Constraints, Tuning, tune};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
 use jitterlab_report::results::SweepPoints;
-use jitterlab_report::{ReportInput, run_policies, write_full_report};
+use jitterlab_report::{ReportInput, play_policies, run_policies, write_full_report};
 use serde_json::{Value, json};
 
 use crate::sweeping::{
@@ -127,7 +127,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         print_text(&mut out, &t, &policies, &names, &constraints)?;
     }
     if let Some(dir) = &args.report {
-        let points = SweepPoints::new(&policies, &t, rows.len());
+        let points = match mode {
+            Mode::Snapshot => SweepPoints::new(&policies, &t, rows.len()),
+            Mode::Playout => SweepPoints::playout(&policies, &t, rows.len()),
+        };
         write_tune_report(
             dir,
             &t,
@@ -136,6 +139,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             &args.options,
             &points,
             &constraints,
+            mode,
         )?;
         eprintln!("report written to {}/", dir.display());
     }
@@ -297,6 +301,7 @@ fn write_tune_report(
     o: &SweepOptions,
     points: &SweepPoints,
     c: &Constraints,
+    mode: Mode,
 ) -> Result<()> {
     let Some(first) = loaded.first() else {
         return Ok(());
@@ -316,16 +321,30 @@ fn write_tune_report(
         })
         .collect();
     let clock: ClockMapping = o.clock.parse()?;
-    let runs = run_policies(&first.decoded, 0, &chosen, &FrameClock::Fps(o.fps), clock)?;
+    // The first stream that replays, as `report` shows by default.
+    let stream = first.views().first().map_or(0, |v| v.id);
+    let runs = match mode {
+        Mode::Snapshot => run_policies(
+            &first.decoded,
+            stream,
+            &chosen,
+            &FrameClock::Fps(o.fps),
+            clock,
+        )?,
+        Mode::Playout => play_policies(&first.decoded, stream, &chosen, clock)?,
+    };
     let rec = t.recommendation.map(|r| policies[r].to_string());
-    let why = c.rule(policies.len());
+    let why = match mode {
+        Mode::Snapshot => c.rule(policies.len()),
+        Mode::Playout => c.playout_rule(policies.len()),
+    };
     let title = format!("jitterlab tune: {}", first.name);
     write_full_report(
         dir,
         &ReportInput {
             title: &title,
             decoded: &first.decoded,
-            stream: 0,
+            stream,
             runs: &runs,
             sweep: Some(points),
             recommendation: rec.as_deref().map(|p| (p, why.as_str())),

@@ -304,7 +304,10 @@ pub fn playout_controlled(
         t += tick;
         feed(t, &mut controller);
     }
-    let mut position = first_send - Nanos(1);
+    // The position is the media time played up to: a slot plays at the tick that carries the
+    // position past its send time, so the first one plays at the tick its wait reaches the
+    // target when the position starts a tick before it.
+    let mut position = first_send - tick - Nanos(1);
     let mut events = Vec::with_capacity(slots.len());
     let mut targets = Vec::with_capacity(slots.len());
     let (mut inserted, mut removed) = (Nanos::ZERO, Nanos::ZERO);
@@ -312,13 +315,16 @@ pub fn playout_controlled(
     while next < slots.len() {
         feed(t, &mut controller);
         let target = controller.target(t);
-        let delay = t + offset - position;
+        // How far the delay would stand above the target after a plain step of one tick: the
+        // slots this tick plays are the ones the step carries the position past, so it is
+        // their delay that must meet the target.
+        let excess = t + offset - position - tick - target;
         let step = match apply {
             // Forward at once by any excess; a shortfall stops the position (never backwards).
-            Apply::Jump => tick + (delay - target).max(-tick),
+            Apply::Jump => tick + excess.max(-tick),
             Apply::Stretch { max_rate } => {
                 let room = Nanos::from_secs_f64(tick.as_secs_f64() * max_rate);
-                tick + (delay - target).max(-room).min(room)
+                tick + excess.max(-room).min(room)
             }
         };
         let step = step.max(Nanos::ZERO);
