@@ -48,6 +48,8 @@ pub enum PacketKind {
     TurnChannel,
     /// RTCP (RFC 3550, RFC 5761): version 2, packet type 192–223, compound lengths that fit.
     Rtcp,
+    /// SIP (RFC 3261): a request line (`INVITE sip:… SIP/2.0`) or a status line (`SIP/2.0 200`).
+    Sip,
     /// A valid RTP header (RFC 3550 §5.1).
     Rtp,
     /// None of the above.
@@ -63,6 +65,7 @@ impl PacketKind {
             Self::Dtls => "dtls",
             Self::TurnChannel => "turn",
             Self::Rtcp => "rtcp",
+            Self::Sip => "sip",
             Self::Rtp => "rtp",
             Self::Other => "other",
         }
@@ -79,9 +82,26 @@ impl PacketKind {
             Some(64..=79) if is_turn_channel(p) => Self::TurnChannel,
             Some(128..=191) if is_rtcp(p) => Self::Rtcp,
             Some(128..=191) if RtpHeader::parse(p).is_ok() => Self::Rtp,
+            Some(b'A'..=b'Z') if is_sip(p) => Self::Sip,
             _ => Self::Other,
         }
     }
+}
+
+/// A SIP message: its first line (within 256 bytes) is `SIP/2.0 CODE …` or `METHOD URI SIP/2.0`.
+fn is_sip(p: &[u8]) -> bool {
+    let head = &p[..p.len().min(256)];
+    let Some(end) = head.windows(2).position(|w| w == b"\r\n") else {
+        return false;
+    };
+    let line = &head[..end];
+    if line.starts_with(b"SIP/2.0 ") {
+        return true;
+    }
+    let method_end = line.iter().position(|&b| b == b' ').unwrap_or(0);
+    method_end > 0
+        && line[..method_end].iter().all(u8::is_ascii_uppercase)
+        && line.ends_with(b" SIP/2.0")
 }
 
 fn be16(p: &[u8], at: usize) -> usize {
@@ -206,7 +226,7 @@ impl Evidence {
     }
 
     /// The name of a media flow: `rtp` when its RTP packets are consistent, else the most
-    /// common of the signalling kinds (`rtcp`, `stun`, `dtls`, `turn`).
+    /// common of the signalling kinds (`rtcp`, `stun`, `dtls`, `turn`, `sip`).
     pub fn media_name(&self) -> &'static str {
         if self.consistent_rtp() {
             return "rtp";
@@ -216,6 +236,7 @@ impl Evidence {
             PacketKind::Stun,
             PacketKind::Dtls,
             PacketKind::TurnChannel,
+            PacketKind::Sip,
         ]
         .into_iter()
         .max_by_key(|&k| self.count(k))
@@ -255,7 +276,8 @@ impl Evidence {
         let signalling = self.count(PacketKind::Rtcp)
             + self.count(PacketKind::Stun)
             + self.count(PacketKind::Dtls)
-            + self.count(PacketKind::TurnChannel);
+            + self.count(PacketKind::TurnChannel)
+            + self.count(PacketKind::Sip);
         let media = signalling + self.count(PacketKind::Rtp);
         if media as f64 >= AGREEMENT * n && (self.consistent_rtp() || signalling > media / 2) {
             return FlowClass::Media;
@@ -390,6 +412,13 @@ mod tests {
         assert_eq!(PacketKind::of(&rtp(1, 7)), PacketKind::Rtp);
         assert_eq!(PacketKind::of(&rtcp_rr()), PacketKind::Rtcp);
         assert_eq!(PacketKind::of(&stun_binding()), PacketKind::Stun);
+        assert_eq!(
+            PacketKind::of(b"INVITE sip:bob@example.com SIP/2.0\r\nVia: x\r\n\r\n"),
+            PacketKind::Sip
+        );
+        assert_eq!(PacketKind::of(b"SIP/2.0 200 OK\r\n\r\n"), PacketKind::Sip);
+        assert_eq!(PacketKind::of(b"INVITE me now\r\n"), PacketKind::Other);
+        assert_eq!(PacketKind::of(b"GET / HTTP/1.1\r\n"), PacketKind::Other);
         let mut dtls = vec![22, 0xFE, 0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 2, 3, 4];
         assert_eq!(PacketKind::of(&dtls), PacketKind::Dtls);
         dtls[12] = 200; // a record length past the datagram

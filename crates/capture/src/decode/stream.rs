@@ -286,7 +286,8 @@ impl StreamDecoder {
                 kind @ (PacketKind::Rtcp
                 | PacketKind::Stun
                 | PacketKind::Dtls
-                | PacketKind::TurnChannel) => counted(kind.name()),
+                | PacketKind::TurnChannel
+                | PacketKind::Sip) => counted(kind.name()),
                 // The RTP parser names what is wrong with it.
                 PacketKind::Probe | PacketKind::Other => out.push(self.rtp(rec, pair, slot)?),
             },
