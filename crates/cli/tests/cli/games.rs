@@ -271,16 +271,15 @@ fn kakaotalk_has_four_rtp_streams_at_an_inferred_16_khz_and_tune_runs() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{file}: tune failed: {err}");
         let tune: Value = serde_json::from_slice(&out.stdout).unwrap();
-        // Every configuration replayed on the four streams; whether one meets the hold limit
-        // is the answer, not the test (voice with silence suppression holds through every
-        // pause when replayed as snapshots: playout as audio is issue 16's).
+        // Voice: played out as audio, every configuration on the four streams; the downlink's
+        // 3 s stall leaves only a buffer that grows to seconds within the late limit.
+        assert_eq!(tune["mode"], "playout", "{file}: {tune}");
         assert!(
-            tune["configurations"].as_u64().unwrap() > 100,
+            tune["configurations"].as_u64().unwrap() > 50,
             "{file}: {tune}"
         );
         assert!(
-            tune["recommendation"]["policy"].is_string()
-                || !tune["rejected"].as_array().unwrap().is_empty(),
+            tune["recommendation"]["policy"].is_string(),
             "{file}: {tune}"
         );
         // The two DNS packets are plain flows without send times: named, not fatal.

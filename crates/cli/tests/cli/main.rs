@@ -5,6 +5,7 @@
 //! - `commands`: info, replay, timeline and demo outputs.
 //! - `discover`: layouts proposed for unknown protocols.
 //! - `games`: real game and voice captures classified per flow, against tshark.
+//! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 
 mod bad_input;
@@ -13,6 +14,7 @@ mod contracts;
 mod discover;
 mod games;
 mod live;
+mod media;
 mod peers;
 mod raknet;
 mod report;

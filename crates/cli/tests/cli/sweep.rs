@@ -124,6 +124,8 @@ fn sweep_rows_equal_single_replays_on_a_real_capture() {
         "rows.json",
         &[
             cap.to_str().unwrap(),
+            // Snapshot replays of a voice call (playout mode is the default there: media.rs).
+            "--snapshot",
             "--sweep",
             "fixed:delay=20..80ms/30ms",
             "--sweep",
@@ -138,6 +140,7 @@ fn sweep_rows_equal_single_replays_on_a_real_capture() {
         .args([
             "sweep",
             cap.to_str().unwrap(),
+            "--snapshot",
             "--sweep",
             "fixed:delay=20..80ms/30ms",
             "--sweep",
@@ -400,6 +403,7 @@ fn tune_recommends_on_a_real_capture() {
     let doc = json(&[
         "tune".as_ref(),
         cap.as_os_str(),
+        "--snapshot".as_ref(),
         "--json".as_ref(),
         "-q".as_ref(),
         "--max-hold-ratio".as_ref(),
