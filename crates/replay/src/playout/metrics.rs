@@ -17,7 +17,7 @@ pub struct PlayoutMetrics {
     /// Slots played, concealed, lost and late.
     pub summary: PlayoutSummary,
     /// Playout delay per slot, ms.
-    delay: LogHistogram,
+    delay: Delays,
     /// Sum of buffer delays of played slots, ns, and how many.
     buffer: (i128, u64),
     /// Sum of the targets recorded, ns, and how many.
@@ -58,7 +58,7 @@ impl PlayoutMetrics {
                         m.delay.add_n(d.as_millis_f64(), i as u64);
                     }
                 }
-                m.delay.add(delay.as_millis_f64().max(0.0));
+                m.delay.add_n(delay.as_millis_f64(), 1);
             }
             if played && let Some(arrival) = slot.arrival {
                 m.buffer.0 += i128::from((at - arrival).as_nanos());
@@ -97,6 +97,83 @@ impl PlayoutMetrics {
             max_delay_ms: self.delay.max(),
             mean_buffer_delay_ms: mean(self.buffer),
             mean_target_ms: mean(self.target),
+        }
+    }
+}
+
+/// Playout delays, ms: one value many times (a fixed delay: no histogram to allocate), or a
+/// histogram once they differ.
+#[derive(Clone, Debug, Default, PartialEq)]
+enum Delays {
+    /// None yet.
+    #[default]
+    Empty,
+    /// `n` times the same value.
+    Constant(f64, u64),
+    /// Any values.
+    Spread(LogHistogram),
+}
+
+impl Delays {
+    fn add_n(&mut self, value: f64, n: u64) {
+        if n == 0 || value.is_nan() {
+            return;
+        }
+        let value = value.max(0.0);
+        match self {
+            Self::Empty => *self = Self::Constant(value, n),
+            Self::Constant(v, count) if *v == value => *count += n,
+            Self::Constant(v, count) => {
+                let mut h = LogHistogram::default();
+                h.add_n(*v, *count);
+                h.add_n(value, n);
+                *self = Self::Spread(h);
+            }
+            Self::Spread(h) => h.add_n(value, n),
+        }
+    }
+
+    fn merge(&mut self, o: &Self) {
+        match o {
+            Self::Empty => {}
+            Self::Constant(v, n) => self.add_n(*v, *n),
+            Self::Spread(theirs) => {
+                let mut h = match std::mem::take(self) {
+                    Self::Empty => LogHistogram::default(),
+                    Self::Constant(v, n) => {
+                        let mut h = LogHistogram::default();
+                        h.add_n(v, n);
+                        h
+                    }
+                    Self::Spread(h) => h,
+                };
+                h.merge(theirs);
+                *self = Self::Spread(h);
+            }
+        }
+    }
+
+    fn mean(&self) -> Option<f64> {
+        match self {
+            Self::Empty => None,
+            Self::Constant(v, _) => Some(*v),
+            Self::Spread(h) => h.mean(),
+        }
+    }
+
+    fn quantile(&self, q: f64) -> Option<f64> {
+        match self {
+            Self::Empty => None,
+            Self::Constant(v, _) => Some(*v),
+            Self::Spread(h) => h.quantile(q),
+        }
+    }
+
+    fn max(&self) -> Option<f64> {
+        match self {
+            Self::Empty => None,
+            Self::Constant(v, _) => Some(*v),
+            Self::Spread(h) => h.max(),
         }
     }
 }
