@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+pub mod player;
 mod stream;
 
 pub use stream::{Media, PlayoutStream, Prepared, Slot};
@@ -215,6 +216,8 @@ pub enum Targets {
 pub enum PlayoutDetail {
     /// NetEq's operations and rates.
     NetEq(crate::decision::NetEqStats),
+    /// The Speex jitter buffer's decisions.
+    Speex(crate::policy::SpeexStats),
 }
 
 impl PlayoutDetail {
@@ -222,6 +225,7 @@ impl PlayoutDetail {
     pub fn key(&self) -> &'static str {
         match self {
             Self::NetEq(_) => "neteq",
+            Self::Speex(_) => "speex",
         }
     }
 
@@ -239,6 +243,21 @@ impl PlayoutDetail {
                 n.discarded,
                 n.mean_target_ms,
                 n.mean_waiting_ms
+            ),
+            Self::Speex(s) => format!(
+                "speex {} gets: {} ok, {} missing, {} insertions ({} forced), {} shrinks \
+                 ({:.0} ms skipped); {} late, {} too late, {} resets; mean optimum {:.1} ms",
+                s.gets,
+                s.ok,
+                s.missing,
+                s.insertion,
+                s.forced_insertion,
+                s.shrink,
+                s.skipped_ms,
+                s.late,
+                s.too_late,
+                s.resets,
+                s.mean_opt_ms
             ),
         }
     }

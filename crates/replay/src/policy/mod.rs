@@ -58,7 +58,10 @@ presets! {
     mirror: MirrorConfig,
     neteq: NetEqConfig,
     ngo: NgoConfig,
+    speex: SpeexConfig,
 }
+
+pub use speex::SpeexStats;
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its
 /// discrete playout.
