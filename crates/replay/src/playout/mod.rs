@@ -218,6 +218,8 @@ pub enum PlayoutDetail {
     NetEq(crate::decision::NetEqStats),
     /// The Speex jitter buffer's decisions.
     Speex(crate::policy::SpeexStats),
+    /// PJSIP's `pjmedia_jb_state` and its get results.
+    Pjsip(crate::policy::PjsipStats),
 }
 
 impl PlayoutDetail {
@@ -226,6 +228,7 @@ impl PlayoutDetail {
         match self {
             Self::NetEq(_) => "neteq",
             Self::Speex(_) => "speex",
+            Self::Pjsip(_) => "pjsip",
         }
     }
 
@@ -258,6 +261,20 @@ impl PlayoutDetail {
                 s.too_late,
                 s.resets,
                 s.mean_opt_ms
+            ),
+            Self::Pjsip(p) => format!(
+                "pjsip burst {} (mean {}), prefetch {}; {} lost, {} discarded (+{} progressive), \
+                 {} empty; delay {}/{}/{} ms (min/mean/max)",
+                p.burst,
+                p.avg_burst,
+                p.prefetch,
+                p.lost,
+                p.discard,
+                p.progressive_discard,
+                p.empty,
+                p.min_delay,
+                p.avg_delay,
+                p.max_delay
             ),
         }
     }

@@ -59,8 +59,10 @@ presets! {
     neteq: NetEqConfig,
     ngo: NgoConfig,
     speex: SpeexConfig,
+    pjsip: PjsipConfig,
 }
 
+pub use pjsip::PjsipStats;
 pub use speex::SpeexStats;
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its
