@@ -220,6 +220,8 @@ pub enum PlayoutDetail {
     Speex(crate::policy::SpeexStats),
     /// PJSIP's `pjmedia_jb_state` and its get results.
     Pjsip(crate::policy::PjsipStats),
+    /// baresip's `jbuf_stat` and its audio buffer's counters.
+    Baresip(crate::policy::BaresipStats),
 }
 
 impl PlayoutDetail {
@@ -229,6 +231,7 @@ impl PlayoutDetail {
             Self::NetEq(_) => "neteq",
             Self::Speex(_) => "speex",
             Self::Pjsip(_) => "pjsip",
+            Self::Baresip(_) => "baresip",
         }
     }
 
@@ -275,6 +278,20 @@ impl PlayoutDetail {
                 p.min_delay,
                 p.avg_delay,
                 p.max_delay
+            ),
+            Self::Baresip(b) => format!(
+                "baresip {} put, {} late (kept), {} too late, {} lost, {} overflow, {} dups; \
+                 delay {} ms, jitter {} ms; audio buffer {} underruns, {} overruns",
+                b.n_put,
+                b.n_late,
+                b.n_late_lost,
+                b.n_lost,
+                b.n_overflow,
+                b.n_dups,
+                b.c_delay,
+                b.c_jitter,
+                b.aubuf_underrun,
+                b.aubuf_overrun
             ),
         }
     }

@@ -60,8 +60,10 @@ presets! {
     ngo: NgoConfig,
     speex: SpeexConfig,
     pjsip: PjsipConfig,
+    baresip: BaresipConfig,
 }
 
+pub use baresip::BaresipStats;
 pub use pjsip::PjsipStats;
 pub use speex::SpeexStats;
 
