@@ -42,7 +42,7 @@
 //! when they arrive, numbered by their send time in frame periods from the first slot. The
 //! stream's soft start (`PJMEDIA_STREAM_SOFT_START`, a reset at the first `get_frame`) falls
 //! before the first packet and changes nothing. Zero-prefetch and zero-empty frames are
-//! concealment the stream did not ask for (`inserted`); a discarded frame and frames removed
+//! concealment the stream did not ask for (`inserted`, once the first frame has played); a discarded frame and frames removed
 //! to make room are media skipped (`removed`).
 //!
 //! Where jitterlab departs: settings that `pjmedia_jbuf_set_adaptive` would refuse (a
@@ -898,6 +898,7 @@ pub(crate) fn playout_pjsip(stream: &PlayoutStream<'_>, config: &PjsipConfig) ->
         + 2 * slots.len() as i64
         + 1000;
     let mut target = Nanos::ZERO;
+    let mut playing = false;
     for _ in 0..limit {
         while fed < arrivals.len() && arrivals[fed].0 <= now {
             let (_, i) = arrivals[fed];
@@ -911,6 +912,7 @@ pub(crate) fn playout_pjsip(stream: &PlayoutStream<'_>, config: &PjsipConfig) ->
         match frame {
             Frame::Normal(_, slot) => {
                 emitter.played(slot, now, target);
+                playing = true;
             }
             Frame::Missing(index) => {
                 let end = fidx.partition_point(|&k| k <= index);
@@ -918,7 +920,9 @@ pub(crate) fn playout_pjsip(stream: &PlayoutStream<'_>, config: &PjsipConfig) ->
                     emitter.concealed(end - 1, now, target);
                 }
             }
-            Frame::Held | Frame::ZeroPrefetch | Frame::ZeroEmpty => inserted += period,
+            // Before the first frame the player waits; after it, concealment is inserted.
+            Frame::Held | Frame::ZeroPrefetch | Frame::ZeroEmpty if playing => inserted += period,
+            Frame::Held | Frame::ZeroPrefetch | Frame::ZeroEmpty => {}
         }
         if emitter.done() || (fed == arrivals.len() && jb.held() == 0) {
             break;
