@@ -918,6 +918,24 @@ mod tests {
         assert_eq!(summarize(&run.events).played, 400);
     }
 
+    /// The least transit falls from 100 ms to 5 ms: the packets after the drop are due at
+    /// once, decoded together (`EAGAIN`), and a 40 ms audio buffer overruns, dropping the
+    /// oldest frames (media skipped).
+    #[test]
+    fn a_drop_in_transit_overruns_a_small_audio_buffer() {
+        let arrivals: Vec<(i64, f64)> = (0..300)
+            .map(|i| (i, i as f64 * 20.0 + if i < 100 { 100.0 } else { 5.0 }))
+            .collect();
+        let (run, st) = play(&stream(&arrivals), "baresip:audio_buffer_max=40ms");
+        assert!(st.aubuf_overrun > 0 && run.removed > Nanos::ZERO, "{st:?}");
+        let s = summarize(&run.events);
+        assert_eq!(s.frames, 300);
+        assert!(s.concealed >= st.aubuf_overrun, "{s:?} {st:?}");
+        // 160 ms holds the catch-up.
+        let (_, st) = play(&stream(&arrivals), "baresip");
+        assert_eq!(st.aubuf_overrun, 0, "{st:?}");
+    }
+
     /// A full jitter buffer drops its oldest packet (`n_overflow`).
     #[test]
     fn a_full_jitter_buffer_drops_the_oldest() {
