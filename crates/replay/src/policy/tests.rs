@@ -103,13 +103,24 @@ fn sip_presets_throughput() {
                 .wrapping_add(1_442_695_040_888_963_407);
             let jitter = ((rng >> 33) % 60_000) as i64;
             let send = Nanos::from_millis(i * 20);
-            Sample::new(0, i, send, send + Nanos::from_millis(5) + Nanos::from_micros(jitter))
+            Sample::new(
+                0,
+                i,
+                send,
+                send + Nanos::from_millis(5) + Nanos::from_micros(jitter),
+            )
         })
         .filter(|s| s.seq % 97 != 5)
         .collect();
     samples.sort_by_key(|s| s.arrival);
     let stream = crate::playout::PlayoutStream::plain(&samples, Nanos::ZERO);
-    for text in ["speex", "pjsip", "pjsip:discard=static", "baresip", "baresip:type=adaptive"] {
+    for text in [
+        "speex",
+        "pjsip",
+        "pjsip:discard=static",
+        "baresip",
+        "baresip:type=adaptive",
+    ] {
         let policy: Policy = text.parse().unwrap();
         let start = std::time::Instant::now();
         let run = policy.playout(&stream).unwrap();
