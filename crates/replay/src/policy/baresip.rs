@@ -506,10 +506,10 @@ impl Jbuf {
         if self.playout[h] > next {
             return Got::NoEntry;
         }
-        if let Some(g) = self.seq_get {
-            if h > g + 1 {
+        if let Some(g) = self.seq_get
+            && h > g + 1
+        {
                 self.stats.n_lost += (h - g - 1) as u64;
-            }
         }
         self.seq_get = Some(h);
         self.seq_get16 = (self.seq_base + h as i64) as u16;

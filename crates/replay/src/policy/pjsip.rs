@@ -246,13 +246,13 @@ impl Preset for PjsipConfig {
                 });
             }
         }
-        if let (Some(max), Some(count)) = (self.max_prefetch, self.max_count) {
-            if max > count {
+        if let (Some(max), Some(count)) = (self.max_prefetch, self.max_count)
+            && max > count
+        {
                 return Err(KeyError {
                     key: "max_prefetch",
                     reason: format!("{max} is above max_count {count}"),
                 });
-            }
         }
         Ok(())
     }
@@ -1032,7 +1032,8 @@ mod tests {
     fn jbtest_dat_sessions_meet_their_conditions() {
         let adaptive = |max| (true, 0, 0, max);
         #[rustfmt::skip]
-        let sessions: &[(&str, (bool, i64, i64, i64), &str, [i64; 6])] = &[
+        type Session<'a> = (&'a str, (bool, i64, i64, i64), &'a str, [i64; 6]);
+        let sessions: &[Session] = &[
             ("Ideal condition", adaptive(10), "(P1 G1)x60", [1, 0, 0, 0, 1, -1]),
             ("DTX", adaptive(10), "(P1 G1)x30 G20 (P1 G1)x30", [1, 0, 0, 20, 1, -1]),
             ("Regular burst", adaptive(10), "(P3 G3)x24", [3, 0, 0, 0, 3, -1]),

@@ -873,10 +873,10 @@ mod tests {
     fn testjitter_fill_then_frozen_sender_resynchronises() {
         let (ts, span) = testjitter_packets(101);
         let mut jb = JitterBuffer::new(&ts, &span, Params::init(10));
-        for i in 0..100 {
+        for (i, &t) in ts.iter().enumerate().take(100) {
             jb.put(i);
             assert_eq!(jb.get(10), Got::Ok(i), "fill iteration {i}");
-            assert_eq!(ts[i], i as i64 * 10);
+            assert_eq!(t, i as i64 * 10);
             jb.tick();
         }
         assert_eq!(jb.stats.ok, 100);

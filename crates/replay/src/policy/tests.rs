@@ -113,7 +113,7 @@ fn sip_presets_throughput() {
         .filter(|s| s.seq % 97 != 5)
         .collect();
     samples.sort_by_key(|s| s.arrival);
-    let stream = crate::playout::PlayoutStream::plain(&samples, Nanos::ZERO);
+    let stream = PlayoutStream::plain(&samples, Nanos::ZERO);
     for text in [
         "speex",
         "pjsip",
