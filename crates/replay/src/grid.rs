@@ -500,7 +500,9 @@ mod tests {
         for p in &policies {
             assert!(p.plays_frames(), "{p}");
         }
-        for name in ["fixed", "jitter", "quantile", "neteq"] {
+        for name in [
+            "fixed", "jitter", "quantile", "neteq", "speex", "pjsip", "baresip",
+        ] {
             assert!(g.axes.iter().any(|a| a.policy == name), "{name}");
         }
     }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 mod metrics;
+pub mod player;
 mod stream;
 
 pub use metrics::{PlayoutMetrics, PlayoutReport};
@@ -217,6 +218,12 @@ pub enum Targets {
 pub enum PlayoutDetail {
     /// NetEq's operations and rates.
     NetEq(crate::decision::NetEqStats),
+    /// The Speex jitter buffer's decisions.
+    Speex(crate::policy::SpeexStats),
+    /// PJSIP's `pjmedia_jb_state` and its get results.
+    Pjsip(crate::policy::PjsipStats),
+    /// baresip's `jbuf_stat` and its audio buffer's counters.
+    Baresip(crate::policy::BaresipStats),
 }
 
 impl PlayoutDetail {
@@ -224,6 +231,9 @@ impl PlayoutDetail {
     pub fn key(&self) -> &'static str {
         match self {
             Self::NetEq(_) => "neteq",
+            Self::Speex(_) => "speex",
+            Self::Pjsip(_) => "pjsip",
+            Self::Baresip(_) => "baresip",
         }
     }
 
@@ -241,6 +251,49 @@ impl PlayoutDetail {
                 n.discarded,
                 n.mean_target_ms,
                 n.mean_waiting_ms
+            ),
+            Self::Speex(s) => format!(
+                "speex {} gets: {} ok, {} missing, {} insertions ({} forced), {} shrinks \
+                 ({:.0} ms skipped); {} late, {} too late, {} resets; mean optimum {:.1} ms",
+                s.gets,
+                s.ok,
+                s.missing,
+                s.insertion,
+                s.forced_insertion,
+                s.shrink,
+                s.skipped_ms,
+                s.late,
+                s.too_late,
+                s.resets,
+                s.mean_opt_ms
+            ),
+            Self::Pjsip(p) => format!(
+                "pjsip burst {} (mean {}), prefetch {}; {} lost, {} discarded (+{} progressive), \
+                 {} empty; delay {}/{}/{} ms (min/mean/max)",
+                p.burst,
+                p.avg_burst,
+                p.prefetch,
+                p.lost,
+                p.discard,
+                p.progressive_discard,
+                p.empty,
+                p.min_delay,
+                p.avg_delay,
+                p.max_delay
+            ),
+            Self::Baresip(b) => format!(
+                "baresip {} put, {} late (kept), {} too late, {} lost, {} overflow, {} dups; \
+                 delay {} ms, jitter {} ms; audio buffer {} underruns, {} overruns",
+                b.n_put,
+                b.n_late,
+                b.n_late_lost,
+                b.n_lost,
+                b.n_overflow,
+                b.n_dups,
+                b.c_delay,
+                b.c_jitter,
+                b.aubuf_underrun,
+                b.aubuf_overrun
             ),
         }
     }

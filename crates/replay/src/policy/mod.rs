@@ -58,7 +58,14 @@ presets! {
     mirror: MirrorConfig,
     neteq: NetEqConfig,
     ngo: NgoConfig,
+    speex: SpeexConfig,
+    pjsip: PjsipConfig,
+    baresip: BaresipConfig,
 }
+
+pub use baresip::BaresipStats;
+pub use pjsip::PjsipStats;
+pub use speex::SpeexStats;
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its
 /// discrete playout.

@@ -87,3 +87,48 @@ fn bad_policies_name_key_and_range() {
     assert!(msg("mirror:send_rate=0").contains("send_rate"));
     assert!(msg("mirror:delay=1ms").contains("unknown key"));
 }
+
+/// Throughput of the SIP presets over a long jittery stream (release: `cargo test --release
+/// -p jitterlab-replay --lib sip_presets_throughput -- --ignored --nocapture`). Prints, never
+/// asserts a time.
+#[test]
+#[ignore = "measures speed; run in release by hand"]
+fn sip_presets_throughput() {
+    use jitterlab_capture::decode::Sample;
+    let mut rng = 3u64;
+    let mut samples: Vec<Sample> = (0..1_000_000i64)
+        .map(|i| {
+            rng = rng
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let jitter = ((rng >> 33) % 60_000) as i64;
+            let send = Nanos::from_millis(i * 20);
+            Sample::new(
+                0,
+                i,
+                send,
+                send + Nanos::from_millis(5) + Nanos::from_micros(jitter),
+            )
+        })
+        .filter(|s| s.seq % 97 != 5)
+        .collect();
+    samples.sort_by_key(|s| s.arrival);
+    let stream = PlayoutStream::plain(&samples, Nanos::ZERO);
+    for text in [
+        "speex",
+        "pjsip",
+        "pjsip:discard=static",
+        "baresip",
+        "baresip:type=adaptive",
+    ] {
+        let policy: Policy = text.parse().unwrap();
+        let start = std::time::Instant::now();
+        let run = policy.playout(&stream).unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "{text}: {} events, {:.1} M packets/s",
+            run.events.len(),
+            samples.len() as f64 / secs / 1e6
+        );
+    }
+}
