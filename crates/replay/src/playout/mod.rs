@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+pub mod asterisk;
 mod stream;
 
 pub use stream::{Media, PlayoutStream, Prepared, Slot};
@@ -215,6 +216,12 @@ pub enum Targets {
 pub enum PlayoutDetail {
     /// NetEq's operations and rates.
     NetEq(crate::decision::NetEqStats),
+    /// Asterisk's adaptive buffer's counters (`asterisk`).
+    Asterisk(crate::policy::AsteriskStats),
+    /// Asterisk's fixed buffer's counters (`asterisk-fixed`).
+    AsteriskFixed(crate::policy::AsteriskFixedStats),
+    /// Wireshark's RTP player's markers and counts (`wireshark`).
+    Wireshark(crate::policy::WiresharkStats),
 }
 
 impl PlayoutDetail {
@@ -222,6 +229,9 @@ impl PlayoutDetail {
     pub fn key(&self) -> &'static str {
         match self {
             Self::NetEq(_) => "neteq",
+            Self::Asterisk(_) => "asterisk",
+            Self::AsteriskFixed(_) => "asterisk-fixed",
+            Self::Wireshark(_) => "wireshark",
         }
     }
 
@@ -240,6 +250,9 @@ impl PlayoutDetail {
                 n.mean_target_ms,
                 n.mean_waiting_ms
             ),
+            Self::Asterisk(a) => a.describe(),
+            Self::AsteriskFixed(a) => a.describe(),
+            Self::Wireshark(w) => w.describe(),
         }
     }
 }

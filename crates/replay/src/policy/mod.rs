@@ -58,7 +58,14 @@ presets! {
     mirror: MirrorConfig,
     neteq: NetEqConfig,
     ngo: NgoConfig,
+    asterisk: AsteriskConfig,
+    asterisk_fixed: AsteriskFixedConfig,
+    wireshark: WiresharkConfig,
 }
+
+pub use asterisk::{AsteriskStats, JbConf, JbCounters, Jitterbuf};
+pub use asterisk_fixed::{AsteriskFixedStats, FixedCounters, FixedJb};
+pub use wireshark::{Reference, Timing, WiresharkStats};
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its
 /// discrete playout.
