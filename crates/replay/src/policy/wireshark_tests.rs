@@ -209,3 +209,33 @@ fn keys_parse_print_and_refuse() {
     assert!(msg("wireshark:reference=last").contains("min_transit"));
     assert!(msg("wireshark:jitter_buffer=12.5ms").contains("whole number"));
 }
+
+/// The resync needs more than two packet periods since the last kept packet: packet 2 comes
+/// 50 ms (2.5 periods) after packet 1 and 60 ms late, so it is dropped and becomes the new
+/// reference; packet 3, just as late, then plays. Had the gap been two periods or less, packet
+/// 3 would be dropped too.
+#[test]
+fn resync_needs_a_gap_of_more_than_two_periods() {
+    let mut samples = vec![
+        pcma(0, 0, 5),
+        pcma(1, 20, 25),
+        pcma(2, 70, 135),
+        pcma(3, 90, 155),
+        pcma(4, 110, 175),
+    ];
+    let (events, s) = run(&mut samples, "wireshark");
+    assert_eq!(played(&events), [0, 1, 3, 4]);
+    assert_eq!((s.jitter_drops, s.resyncs), (1, 1));
+    // Packet 2 40 ms after packet 1 (two periods): dropped without a resync; packet 3, as
+    // late, is dropped too and resyncs (60 ms since packet 1); packet 4 plays.
+    let mut samples = vec![
+        pcma(0, 0, 5),
+        pcma(1, 20, 25),
+        pcma(2, 60, 125),
+        pcma(3, 80, 145),
+        pcma(4, 100, 165),
+    ];
+    let (events, s) = run(&mut samples, "wireshark");
+    assert_eq!(played(&events), [0, 1, 4]);
+    assert_eq!((s.jitter_drops, s.resyncs), (2, 1));
+}
