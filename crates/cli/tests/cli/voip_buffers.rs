@@ -74,7 +74,13 @@ fn oracle(packets: &[&Row], jb_ms: f64, min_transit: bool) -> Marks {
         })
         .collect();
     let decodes = |p: &Row| matches!(p.pt, 0 | 8 | 9) && p.payload > 1;
-    let samples = |p: &Row| if p.pt == 9 { 2.0 * p.payload as f64 } else { p.payload as f64 };
+    let samples = |p: &Row| {
+        if p.pt == 9 {
+            2.0 * p.payload as f64
+        } else {
+            p.payload as f64
+        }
+    };
     let rate = |p: &Row| if p.pt == 9 { 16_000.0 } else { 8000.0 };
     let t0 = packets[0].time;
     let ts0 = unwrapped[0].1;
@@ -139,8 +145,8 @@ fn wireshark_drops_agree_with_the_rule_on_tsharks_fields() {
         "ndpi_FAX-Call-t38-CA-TDM-SIP-FB-1.pcap",
     ] {
         let path = data.join("pcap").join(file);
-        let csv = std::fs::read_to_string(data.join("pcap").join(format!("{file}.rtp.csv")))
-            .unwrap();
+        let csv =
+            std::fs::read_to_string(data.join("pcap").join(format!("{file}.rtp.csv"))).unwrap();
         let rows = rows(&csv);
         let mut ssrcs: Vec<&str> = rows.iter().map(|r| r.ssrc.as_str()).collect();
         ssrcs.sort_unstable();
@@ -153,7 +159,10 @@ fn wireshark_drops_agree_with_the_rule_on_tsharks_fields() {
             // A timestamp that goes backwards among the media packets is a sender restart:
             // jitterlab re-bases the send times that `min_transit` measures against, the raw
             // timestamps of this oracle do not, so only the first-packet rule is compared.
-            let media: Vec<&&Row> = packets.iter().filter(|p| matches!(p.pt, 0 | 8 | 9)).collect();
+            let media: Vec<&&Row> = packets
+                .iter()
+                .filter(|p| matches!(p.pt, 0 | 8 | 9))
+                .collect();
             let restart = media.windows(2).any(|w| {
                 let d = w[1].ts - w[0].ts;
                 d < 0 && d > -(1 << 31)

@@ -463,10 +463,10 @@ fn slot_timestamps(stream: &PlayoutStream<'_>) -> Vec<i64> {
     };
     let mut ts = vec![i64::MIN; slots.len()];
     for u in stream.units() {
-        if let Some(k) = slot_index(first.seq, u.seq, slots.len()) {
-            if ts[k] == i64::MIN {
-                ts[k] = ms_timestamp(u);
-            }
+        if let Some(k) = slot_index(first.seq, u.seq, slots.len())
+            && ts[k] == i64::MIN
+        {
+            ts[k] = ms_timestamp(u);
         }
     }
     // Interpolate the holes from the received neighbours.
@@ -554,13 +554,7 @@ pub(crate) fn drive(stream: &PlayoutStream<'_>, core: &mut dyn Core, drive: &Dri
         Variant::Asterisk => framehook(units, first_seq, core, &mut slots, &mut stats, p, drive),
         Variant::Voipmonitor => {
             mos = Some(voipmonitor(
-                stream,
-                first_seq,
-                core,
-                &mut slots,
-                &mut stats,
-                p,
-                drive,
+                stream, first_seq, core, &mut slots, &mut stats, p, drive,
             ));
         }
     }
@@ -581,7 +575,14 @@ pub(crate) fn drive(stream: &PlayoutStream<'_>, core: &mut dyn Core, drive: &Dri
 }
 
 /// Applies one `get` answer to the slots.
-fn apply(got: Got, now: i64, p: i64, core: &dyn Core, slots: &mut Slots<'_>, stats: &mut DriverStats) {
+fn apply(
+    got: Got,
+    now: i64,
+    p: i64,
+    core: &dyn Core,
+    slots: &mut Slots<'_>,
+    stats: &mut DriverStats,
+) {
     match got {
         Got::Frame(f) => {
             stats.get_ok += 1;
@@ -799,8 +800,7 @@ impl Accounting {
     /// pause rather than a loss; bursts of 1024 frames or more,
     /// `opt_ignore_mos_degradation_for_contiguous_packet_loss_greater_than`).
     fn delivered(&mut self, f: &Frame, seq: i64, p: i64) {
-        let pause =
-            self.last_seq.is_some_and(|s| seq - s == 1) && (f.ts - self.last_ts).abs() > p;
+        let pause = self.last_seq.is_some_and(|s| seq - s == 1) && (f.ts - self.last_ts).abs() > p;
         if !pause && !f.marker && self.burst > 0 && self.burst < 1024 {
             let mut b = self.burst;
             while b > 128 {

@@ -310,14 +310,15 @@ impl FixedJb {
             }
             return self.resynch(f, now, Why::Late, depth);
         }
-        if self.voipmonitor && f.marker {
-            if let Some(tail) = self.frames.back() {
-                let end = tail.frame.ts + tail.frame.ms;
-                let k = 2 * tail.frame.ms;
-                if f.ts > end + k || f.ts < end - k {
-                    self.force_resynch = true;
-                    return self.resynch(f, now, Why::Other, depth);
-                }
+        if self.voipmonitor
+            && f.marker
+            && let Some(tail) = self.frames.back()
+        {
+            let end = tail.frame.ts + tail.frame.ms;
+            let k = 2 * tail.frame.ms;
+            if f.ts > end + k || f.ts < end - k {
+                self.force_resynch = true;
+                return self.resynch(f, now, Why::Other, depth);
             }
         }
         if delivery > self.next_delivery + self.jbsize + self.resync_threshold {
