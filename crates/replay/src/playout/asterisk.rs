@@ -448,6 +448,20 @@ impl<'s> Slots<'s> {
                 },
             });
         }
+        // A target computed before the buffer had a reference (Asterisk's adaptive buffer
+        // before its first resynchronisation measures against the raw timestamps) means
+        // nothing: such slots take the nearest meaningful target.
+        let sane = |t: &Nanos| t.abs() <= Nanos::from_secs(60);
+        if let Some(first_good) = self.target.iter().copied().find(sane) {
+            let mut last = first_good;
+            for t in &mut self.target {
+                if sane(t) {
+                    last = *t;
+                } else {
+                    *t = last;
+                }
+            }
+        }
         (events, self.target)
     }
 }
