@@ -21,4 +21,5 @@ mod report;
 mod sweep;
 mod transports;
 mod util;
+mod voip_buffers;
 mod wireshark;

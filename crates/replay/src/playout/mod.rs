@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 mod metrics;
 pub mod player;
+pub mod asterisk;
 mod stream;
 
 pub use metrics::{PlayoutMetrics, PlayoutReport};
@@ -224,6 +225,12 @@ pub enum PlayoutDetail {
     Pjsip(crate::policy::PjsipStats),
     /// baresip's `jbuf_stat` and its audio buffer's counters.
     Baresip(crate::policy::BaresipStats),
+    /// Asterisk's adaptive buffer's counters (`asterisk`).
+    Asterisk(crate::policy::AsteriskStats),
+    /// Asterisk's fixed buffer's counters (`asterisk-fixed`).
+    AsteriskFixed(crate::policy::AsteriskFixedStats),
+    /// Wireshark's RTP player's markers and counts (`wireshark`).
+    Wireshark(crate::policy::WiresharkStats),
 }
 
 impl PlayoutDetail {
@@ -234,6 +241,9 @@ impl PlayoutDetail {
             Self::Speex(_) => "speex",
             Self::Pjsip(_) => "pjsip",
             Self::Baresip(_) => "baresip",
+            Self::Asterisk(_) => "asterisk",
+            Self::AsteriskFixed(_) => "asterisk-fixed",
+            Self::Wireshark(_) => "wireshark",
         }
     }
 
@@ -295,6 +305,9 @@ impl PlayoutDetail {
                 b.aubuf_underrun,
                 b.aubuf_overrun
             ),
+            Self::Asterisk(a) => a.describe(),
+            Self::AsteriskFixed(a) => a.describe(),
+            Self::Wireshark(w) => w.describe(),
         }
     }
 }

@@ -61,11 +61,18 @@ presets! {
     speex: SpeexConfig,
     pjsip: PjsipConfig,
     baresip: BaresipConfig,
+    asterisk: AsteriskConfig,
+    asterisk_fixed: AsteriskFixedConfig,
+    wireshark: WiresharkConfig,
 }
 
 pub use baresip::BaresipStats;
 pub use pjsip::PjsipStats;
 pub use speex::SpeexStats;
+
+pub use asterisk::{AsteriskStats, JbConf, JbCounters, Jitterbuf};
+pub use asterisk_fixed::{AsteriskFixedStats, FixedCounters, FixedJb};
+pub use wireshark::{Reference, Timing, WiresharkStats};
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its
 /// discrete playout.

@@ -39,6 +39,13 @@ fn parses_and_prints_canonically() {
         "neteq:quantile=0.97,resample_interval=off,reorder=false,apply=jump",
         "mirror",
         "mirror:send_rate=20,buffer_multiplier=3,dynamic_adjustment=false,drift_ema_duration=2s",
+        "asterisk",
+        "asterisk:variant=voipmonitor,jbmaxsize=500ms,jbresyncthreshold=500ms,marker_resync=true",
+        "asterisk:jbtargetextra=0ms,max_contig_interp=0,ptime=30ms",
+        "asterisk-fixed",
+        "asterisk-fixed:variant=voipmonitor,jbmaxsize=50ms,jbresyncthreshold=100ms,marker_resync=true",
+        "wireshark",
+        "wireshark:jitter_buffer=80ms,timing=uninterrupted,reference=min_transit",
     ] {
         let p: Policy = text.parse().unwrap();
         assert_eq!(p.to_string().parse::<Policy>().unwrap(), p, "{text}");
@@ -86,6 +93,11 @@ fn bad_policies_name_key_and_range() {
     assert!(msg("source:cl_updaterate=0").contains("cl_updaterate"));
     assert!(msg("mirror:send_rate=0").contains("send_rate"));
     assert!(msg("mirror:delay=1ms").contains("unknown key"));
+    assert!(msg("asterisk:variant=freeswitch").contains("voipmonitor"));
+    assert!(msg("asterisk:jbmaxsize=0ms").contains("jbmaxsize"));
+    assert!(msg("asterisk-fixed:jbmaxsize=50.5ms").contains("whole number"));
+    assert!(msg("asterisk-fixed:ptime=1ms").contains("ptime"));
+    assert!(msg("asterisk:max_contig_interp=-1").contains("count"));
 }
 
 /// Throughput of the SIP presets over a long jittery stream (release: `cargo test --release
