@@ -1,0 +1,1 @@
+//! Tests of the aggregate over hand-built streams.
