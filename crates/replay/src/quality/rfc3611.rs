@@ -220,3 +220,72 @@ pub fn measure(
     meter.walk(run, |s| acc.push(s));
     acc.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playout::PlayoutStream;
+    use crate::quality::tests::{fixed, pcma, samples, twenty};
+
+    fn of(lost: &'static [i64], n: i64) -> BurstGap {
+        let s = samples(n, |i| (!lost.contains(&i)).then_some(10), |_| false);
+        let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
+        measure(&stream, &fixed(&stream, 50))
+    }
+
+    /// 60 slots of 20 ms, lost: 5, 30, 31, 40, 57. Slot 5 has 24 received after it before
+    /// the next loss: an isolated gap loss. 30, 31 and 40 lie within Gmin of each other: one
+    /// burst from 30 to 40 (11 packets, 3 lost, 220 ms). 57 comes 16 received packets after
+    /// 40 — Gmin, so the burst has ended — and only two received follow it: isolated too.
+    /// Gaps: 0–29 and 41–59, 49 packets (980 ms) with 2 lost.
+    #[test]
+    fn an_isolated_loss_is_a_gap_loss_and_gmin_received_ends_a_burst() {
+        let b = of(&[5, 30, 31, 40, 57], 60);
+        assert_eq!((b.bursts, b.burst_packets, b.burst_lost), (1, 11, 3));
+        assert_eq!((b.gaps, b.gap_packets, b.gap_lost), (2, 49, 2));
+        assert!((b.burst_density - 3.0 / 11.0).abs() < 1e-12);
+        assert!((b.gap_density - 2.0 / 49.0).abs() < 1e-12);
+        assert!((b.burst_duration_ms - 220.0).abs() < 1e-9);
+        assert!((b.gap_duration_ms - 490.0).abs() < 1e-9);
+        // XR's 8-bit forms: ⌊256·3/11⌋ = 69, ⌊256·2/49⌋ = 10.
+        assert_eq!((b.xr_burst_density(), b.xr_gap_density()), (69, 10));
+    }
+
+    /// The same with the last loss at 56: 15 received after 40, fewer than Gmin, so it joins
+    /// the burst (30–56: 27 packets, 4 lost) and the stream has gaps 0–29 and 57–59.
+    #[test]
+    fn fewer_than_gmin_received_keep_the_burst_going() {
+        let b = of(&[5, 30, 31, 40, 56], 60);
+        assert_eq!((b.bursts, b.burst_packets, b.burst_lost), (1, 27, 4));
+        assert_eq!((b.gaps, b.gap_packets, b.gap_lost), (2, 33, 1));
+        assert!((b.burst_duration_ms - 27.0 * 20.0).abs() < 1e-9);
+    }
+
+    /// Late packets count as losses ("discarded"), and a burst that reaches the stream's end
+    /// leaves one gap before it.
+    #[test]
+    fn discarded_packets_count_and_a_burst_can_end_the_stream() {
+        let s = twenty();
+        let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
+        // Concealed: 3 (late), 8–15, 18: all within Gmin: one burst 3–18 (16 packets, 10 lost).
+        let b = measure(&stream, &fixed(&stream, 50));
+        assert_eq!((b.bursts, b.burst_packets, b.burst_lost), (1, 16, 10));
+        assert_eq!((b.gaps, b.gap_packets, b.gap_lost), (2, 4, 0));
+        // At 100 ms slot 3 plays: the burst is 8–18 (11 packets, 9 lost).
+        let b = measure(&stream, &fixed(&stream, 100));
+        assert_eq!((b.bursts, b.burst_packets, b.burst_lost), (1, 11, 9));
+        let tail = samples(40, |i| Some(if i >= 30 && i < 39 { 100 } else { 10 }), |_| false);
+        let stream = PlayoutStream::new(0, &tail, pcma(), Nanos::ZERO);
+        let b = measure(&stream, &fixed(&stream, 50));
+        // 30–38 concealed, 39 played: the burst ends one slot before the stream does.
+        assert_eq!((b.bursts, b.gaps), (1, 2));
+        let tail = samples(40, |i| Some(if i >= 30 { 100 } else { 10 }), |_| false);
+        let stream = PlayoutStream::new(0, &tail, pcma(), Nanos::ZERO);
+        let b = measure(&stream, &fixed(&stream, 50));
+        // 30–39 concealed: the burst ends the stream, one gap before it.
+        assert_eq!((b.bursts, b.gaps, b.burst_packets), (1, 1, 10));
+        let none = of(&[], 30);
+        assert_eq!((none.bursts, none.gaps, none.gap_packets), (0, 1, 30));
+        assert_eq!(none.burst_density, 0.0);
+    }
+}

@@ -317,3 +317,84 @@ pub fn measure(
     meter.walk(run, |s| acc.push(s));
     acc.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playout::PlayoutStream;
+    use crate::quality::tests::{fixed, pcma, samples};
+
+    /// `calculate_mos_g711` and `burstr_calculate` on values worked through their code by
+    /// hand: 2 % random loss → R = 93.2062077233 − 95·2/(2 + 17.2647) = 83.3436 → MOS
+    /// 3.92898; 10 frames lost in 2 bursts of 500 → BurstR = 5·(1 − 0.02) = 4.9.
+    #[test]
+    fn formulas_as_the_sniffer_computes_them() {
+        assert!((mos_g711(0.02, 1.0) - 3.928982061561).abs() < 1e-9);
+        let (loss, burst) = loss_and_burst(10, 2, 500, 500);
+        assert!((loss - 0.02).abs() < 1e-15 && (burst - 4.9).abs() < 1e-12);
+        // Fewer than 5 lost: no loss, MOS 4.5.
+        assert_eq!(loss_and_burst(4, 4, 500, 500), (0.0, 0.0));
+        assert_eq!(mos_g711(0.0, 0.0), 4.5);
+        // More than half lost: 1. Isolated losses: BurstR clamped up to 1.
+        assert_eq!(mos_g711(0.6, 1.0), 1.0);
+        assert_eq!(loss_and_burst(10, 10, 500, 500).1, 1.0);
+        // Nothing received since the last interval: MOS 1 (lost/0 is infinite).
+        let (loss, burst) = loss_and_burst(10, 2, 500, 0);
+        assert_eq!(mos_g711(loss, burst), 1.0);
+    }
+
+    /// 1500 packets of 20 ms, 10 ms transit, arrivals from 10 ms to 29 990 ms. VoIPmonitor's
+    /// intervals: the first packet after 10 010 ms (10 030) starts a 20-packet wait, closed at
+    /// 10 430 ms with 520 counted (1500 packets, the first two uncounted); then 20 050 →
+    /// 20 450 ms (1021); the call ends at 29 990 ms, more than 1 s later: a last interval
+    /// (1498). Late packets (arriving 200 ms after sending, so concealed at a 50 ms delay):
+    /// 100–102 and 200–202 (interval 1: 6 lost in 2 bursts of 520: BurstR 3·(1 − 6/520),
+    /// MOS 4.056 → 41), none in interval 2 (45), 1100, 1110, … 1190 (interval 3: 10 lost in
+    /// 10 bursts of 477: BurstR 1, MOS 3.915 → 39). Time-weighted in float:
+    /// (41·10 420 + 45·10 020)/20 440 = 42.96, then (42.96·20 440 + 39·9540)/29 980 = 41.70
+    /// → 42 → MOS 4.2; the worst interval 3.9.
+    #[test]
+    fn a_call_is_scored_over_ten_second_intervals() {
+        let late = |i: i64| (100..=102).contains(&i) || (200..=202).contains(&i)
+            || (1100..=1190).contains(&i) && i % 10 == 0;
+        let s = samples(1500, |i| Some(if late(i) { 200 } else { 10 }), |_| false);
+        let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
+        let cps = checkpoints(stream.units().iter().map(|u| u.arrival));
+        let ms = |c: &Checkpoint| c.at.as_nanos() / 1_000_000;
+        assert_eq!(
+            cps.iter().map(|c| (ms(c), c.received, c.elapsed_ms)).collect::<Vec<_>>(),
+            [(10_430, 520, 10_420), (20_450, 1021, 20_440), (29_990, 1498, 29_980)]
+        );
+        let v = measure(&stream, &fixed(&stream, 50));
+        assert_eq!(v.intervals, 3);
+        assert_eq!(v.mos, Some(4.2));
+        assert_eq!(v.mos_min, Some(3.9));
+        assert!((v.mos_avg_x10.unwrap() - 41.700_466).abs() < 1e-4, "{v:?}");
+        assert_eq!((v.lost, v.bursts, v.received), (16, 12, 1498));
+        assert!((v.loss_rate - 16.0 / 1498.0).abs() < 1e-12);
+        assert!((v.burst_ratio - 16.0 / 12.0 * (1.0 - 16.0 / 1498.0)).abs() < 1e-12);
+    }
+
+    /// A burst the call ends in is not recorded; a burst of 1024 or more is ignored; one of
+    /// 300 is recorded as 127 + 127 + 44 (`while (last_loss_burst > 128)` in
+    /// `jb_get_and_deliver`).
+    #[test]
+    fn burst_lengths_as_the_histogram_records_them() {
+        let score = |late: &dyn Fn(i64) -> bool, n: i64| {
+            let s = samples(n, |i| Some(if late(i) { 100_000 } else { 10 }), |_| false);
+            let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
+            measure(&stream, &fixed(&stream, 50))
+        };
+        let v = score(&|i| i >= 40, 50);
+        assert_eq!((v.lost, v.bursts), (0, 0), "ends the call");
+        let v = score(&|i| (100..1124).contains(&i), 1200);
+        assert_eq!((v.lost, v.bursts), (0, 0), "1024: ignored");
+        let v = score(&|i| (100..1123).contains(&i), 1200);
+        assert_eq!((v.lost, v.bursts), (127 * 8, 8), "1023 = 7·128 + 127");
+        let v = score(&|i| (100..400).contains(&i), 500);
+        assert_eq!((v.lost, v.bursts), (127 + 127 + 44, 3));
+        // Exactly 128 lands past the histogram: nothing recorded for the call.
+        let v = score(&|i| (100..228).contains(&i), 500);
+        assert_eq!((v.lost, v.bursts, v.mos), (0, 0, Some(4.5)));
+    }
+}

@@ -334,3 +334,91 @@ pub fn measure(
     meter.walk(run, |s| acc.push(s));
     acc.finish(run.inserted, run.removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playout::PlayoutStream;
+    use crate::quality::tests::{fixed, pcma, twenty};
+
+    /// Every figure by hand. Twenty 20 ms slots at 8 kHz (160 samples each), transit 10 ms,
+    /// played 50 ms after sending. Slot 3 arrives 80 ms after it was sent (late: discarded),
+    /// 8–15 are lost (160 ms), 17 is comfort noise and 18 is lost after it (silent).
+    /// Played: 0–2, 4–7, 16, 17, 19 = 10 slots = 1600 samples, each having waited 40 ms.
+    #[test]
+    fn lifetime_statistics_by_hand() {
+        let s = twenty();
+        let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
+        let mut run = fixed(&stream, 50);
+        run.inserted = Nanos::from_millis(25);
+        run.removed = Nanos::from_millis(5);
+        let w = measure(&stream, &run);
+        assert_eq!(w.unit, Unit::Samples);
+        assert_eq!(w.jitter_buffer_emitted_count, 1600);
+        assert!((w.jitter_buffer_delay - 1600.0 * 0.040).abs() < 1e-9);
+        assert!((w.mean_jitter_buffer_delay_ms - 40.0).abs() < 1e-9);
+        // Target: the fixed 50 ms.
+        assert!((w.jitter_buffer_target_delay.unwrap() - 1600.0 * 0.050).abs() < 1e-9);
+        assert_eq!(w.mean_jitter_buffer_target_delay_ms, Some(50.0));
+        // Minimum: transit spreads from 10 to 80 ms: 70 ms would have played everything.
+        assert!((w.mean_jitter_buffer_minimum_delay_ms - 70.0).abs() < 1e-9);
+        assert!((w.jitter_buffer_minimum_delay - 1600.0 * 0.070).abs() < 1e-9);
+        // 20 slots + 25 ms inserted (200 samples) − 5 ms removed (40).
+        assert_eq!(w.total_samples_received, 3200 + 200 - 40);
+        assert!((w.total_samples_duration - 0.42).abs() < 1e-12);
+        assert_eq!(w.inserted_samples_for_deceleration, 200);
+        assert_eq!(w.removed_samples_for_acceleration, 40);
+        // Concealed: 3, 8–15, 18 = 10 slots; 18 during silence.
+        assert_eq!(w.concealed_samples, 1600);
+        assert_eq!(w.silent_concealed_samples, 160);
+        assert_eq!(w.concealment_events, 3);
+        // Only the 160 ms run is an interruption.
+        assert_eq!(w.interruption_count, 1);
+        assert!((w.total_interruption_duration - 0.160).abs() < 1e-12);
+        assert_eq!(w.packets_discarded, 1);
+    }
+
+    /// libwebrtc's interruption rule: 150 ms or more, after audio has played, ended by
+    /// playback resuming. 7 slots (140 ms) is not one; a run at the start or the end is not.
+    #[test]
+    fn interruptions_follow_libwebrtc() {
+        use crate::quality::tests::samples;
+        let lost = |r: std::ops::RangeInclusive<i64>| {
+            move |i: i64| if r.contains(&i) { None } else { Some(10) }
+        };
+        let count = |s: Vec<jitterlab_capture::Sample>, delay: i64| {
+            let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
+            measure(&stream, &fixed(&stream, delay)).interruption_count
+        };
+        assert_eq!(count(samples(30, lost(10..=16), |_| false), 50), 0);
+        assert_eq!(count(samples(30, lost(10..=17), |_| false), 50), 1);
+        // The stream's last slot must arrive for the slots before it to exist: a run that
+        // ends the stream is made by playing too early (every slot late from 20 on).
+        let late_tail = samples(
+            30,
+            |i| Some(if i >= 20 { 100 } else { 10 }),
+            |_| false,
+        );
+        assert_eq!(count(late_tail, 50), 0);
+        // Concealed from the start (played too early) then resuming: nothing played before.
+        let late_head = samples(
+            30,
+            |i| Some(if i < 10 { 100 } else { 10 }),
+            |_| false,
+        );
+        assert_eq!(count(late_head, 50), 0);
+    }
+
+    /// A stream without an audio clock (video, game input) counts frames: one per slot.
+    #[test]
+    fn streams_without_an_audio_clock_count_frames() {
+        let s = twenty();
+        let stream = PlayoutStream::new(0, &s, crate::playout::Media::default(), Nanos::ZERO);
+        let w = measure(&stream, &fixed(&stream, 50));
+        assert_eq!(w.unit, Unit::Frames);
+        assert_eq!(w.clock_rate, None);
+        assert_eq!(w.jitter_buffer_emitted_count, 10);
+        assert_eq!(w.concealed_samples, 10);
+        assert!((w.total_samples_duration - 0.4).abs() < 1e-12);
+    }
+}
