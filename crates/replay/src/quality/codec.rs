@@ -246,14 +246,10 @@ impl Codec {
                 return Some(codec);
             }
             // SDP spellings not in the name table.
-            let codec = match lower.as_str() {
-                "g7221" | "g722.1" => None,
-                "amr-nb" => Some(Self::Amr12k2),
-                "ilbc-20" | "ilbc-30" => Some(Self::Ilbc),
-                _ => None,
-            };
-            if codec.is_some() {
-                return codec;
+            match lower.as_str() {
+                "amr-nb" => return Some(Self::Amr12k2),
+                "ilbc-20" | "ilbc-30" => return Some(Self::Ilbc),
+                _ => {}
             }
         }
         match media.payload_type? {
@@ -368,9 +364,18 @@ mod tests {
             payload_type: pt,
             ..Media::default()
         };
-        assert_eq!(Codec::of_media(&media(Some("PCMA"), Some(8))), Some(Codec::G711));
-        assert_eq!(Codec::of_media(&media(Some("opus"), Some(111))), Some(Codec::Opus));
-        assert_eq!(Codec::of_media(&media(Some("AMR-WB"), Some(97))), Some(Codec::AmrWb));
+        assert_eq!(
+            Codec::of_media(&media(Some("PCMA"), Some(8))),
+            Some(Codec::G711)
+        );
+        assert_eq!(
+            Codec::of_media(&media(Some("opus"), Some(111))),
+            Some(Codec::Opus)
+        );
+        assert_eq!(
+            Codec::of_media(&media(Some("AMR-WB"), Some(97))),
+            Some(Codec::AmrWb)
+        );
         assert_eq!(Codec::of_media(&media(None, Some(18))), Some(Codec::G729));
         assert_eq!(Codec::of_media(&media(Some("H264"), Some(96))), None);
         assert_eq!(Codec::of_media(&media(None, None)), None);

@@ -41,8 +41,8 @@
 
 use jitterlab_capture::Nanos;
 
-use super::codec::{Codec, Impairment};
 use super::Step;
+use super::codec::{Codec, Impairment};
 
 /// Every input of the E-model (G.107 Table 3 names), in dB, ms and R-scale units.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -325,8 +325,7 @@ impl Acc {
         } else {
             self.delay_sum as f64 / self.played as f64
         };
-        let ta = (buffer_ns + (network_delay + frame + codec.lookahead()).as_nanos() as f64)
-            / 1e6;
+        let ta = (buffer_ns + (network_delay + frame + codec.lookahead()).as_nanos() as f64) / 1e6;
         let impairment = codec.impairment();
         let params = Params {
             t: ta,
@@ -417,7 +416,13 @@ mod tests {
     /// 4.34/4.03/3.60/3.10/2.58; and the curve's ends.
     #[test]
     fn annex_b_conversion_matches_g109_categories() {
-        for (r, m) in [(90.0, 4.34), (80.0, 4.03), (70.0, 3.60), (60.0, 3.10), (50.0, 2.58)] {
+        for (r, m) in [
+            (90.0, 4.34),
+            (80.0, 4.03),
+            (70.0, 3.60),
+            (60.0, 3.10),
+            (50.0, 2.58),
+        ] {
             // G.109 rounds its limits to two decimals (80 → 4.024 is listed as 4.03).
             assert!(close(mos(r), m, 0.0061), "R {r}: {}", mos(r));
         }
@@ -429,8 +434,14 @@ mod tests {
     /// random loss against G.113 Appendix I's Ie-versus-loss tables (rounded to integers).
     #[test]
     fn ie_eff_follows_g113_loss_tables() {
-        for (ppl, want) in [(0.5, 13.0), (1.0, 15.0), (2.0, 19.0), (4.0, 26.0), (8.0, 36.0), (16.0, 49.0)]
-        {
+        for (ppl, want) in [
+            (0.5, 13.0),
+            (1.0, 15.0),
+            (2.0, 19.0),
+            (4.0, 26.0),
+            (8.0, 36.0),
+            (16.0, 49.0),
+        ] {
             let got = ie_eff(11.0, 19.0, ppl, 1.0);
             assert!(close(got, want, 0.6), "G.729A {ppl} %: {got}");
         }
@@ -480,7 +491,10 @@ mod tests {
             (10.0, 10.0, 10, 67.20, 3.463),
         ] {
             let (gr, gm) = baresip_mos(rtt, jitter, lost);
-            assert!(close(gr, r, 0.001) && close(gm, m, 0.001), "{rtt} {jitter} {lost}: {gr} {gm}");
+            assert!(
+                close(gr, r, 0.001) && close(gm, m, 0.001),
+                "{rtt} {jitter} {lost}: {gr} {gm}"
+            );
         }
     }
 

@@ -146,7 +146,11 @@ impl<'s> Meter<'s> {
                 hi = hi.max(transit);
             }
         }
-        let minimum = if lo <= hi { Nanos(hi - lo) } else { Nanos::ZERO };
+        let minimum = if lo <= hi {
+            Nanos(hi - lo)
+        } else {
+            Nanos::ZERO
+        };
         let rate = if stream.media.is_video() {
             None
         } else {
@@ -180,7 +184,12 @@ impl<'s> Meter<'s> {
         });
         Quality {
             webrtc: web.finish(run.inserted, run.removed),
-            emodel: em.finish(self.codec, self.codec_assumed, self.network_delay, self.frame),
+            emodel: em.finish(
+                self.codec,
+                self.codec_assumed,
+                self.network_delay,
+                self.frame,
+            ),
             voipmonitor: vm.finish(),
             burst_gap: bg.finish(),
             skipped_events: skipped,

@@ -274,7 +274,11 @@ mod tests {
         // At 100 ms slot 3 plays: the burst is 8–18 (11 packets, 9 lost).
         let b = measure(&stream, &fixed(&stream, 100));
         assert_eq!((b.bursts, b.burst_packets, b.burst_lost), (1, 11, 9));
-        let tail = samples(40, |i| Some(if i >= 30 && i < 39 { 100 } else { 10 }), |_| false);
+        let tail = samples(
+            40,
+            |i| Some(if i >= 30 && i < 39 { 100 } else { 10 }),
+            |_| false,
+        );
         let stream = PlayoutStream::new(0, &tail, pcma(), Nanos::ZERO);
         let b = measure(&stream, &fixed(&stream, 50));
         // 30–38 concealed, 39 played: the burst ends one slot before the stream does.

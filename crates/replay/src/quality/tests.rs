@@ -96,8 +96,16 @@ fn emodel_inputs_from_a_hand_built_stream() {
     assert_eq!(e.codec, "g711");
     assert!(!e.codec_assumed);
     assert_eq!(e.ppl, 50.0);
-    assert!((e.burst_r - 1.0 / (1.0 / 3.0 + 0.3)).abs() < 1e-12, "{}", e.burst_r);
-    assert!((e.mouth_to_ear_ms - 100.0).abs() < 1e-9, "{}", e.mouth_to_ear_ms);
+    assert!(
+        (e.burst_r - 1.0 / (1.0 / 3.0 + 0.3)).abs() < 1e-12,
+        "{}",
+        e.burst_r
+    );
+    assert!(
+        (e.mouth_to_ear_ms - 100.0).abs() < 1e-9,
+        "{}",
+        e.mouth_to_ear_ms
+    );
     let want = emodel::rating(&emodel::Params {
         t: 100.0,
         ta: 100.0,
@@ -114,7 +122,10 @@ fn emodel_inputs_from_a_hand_built_stream() {
     let g729 = emodel::measure(&stream, &fixed(&stream, 50), Some(Codec::G729), Nanos::ZERO);
     assert_eq!(g729.codec, "g729");
     assert!(g729.mos < e.mos);
-    assert!((g729.mouth_to_ear_ms - 75.0).abs() < 1e-9, "look-ahead 5 ms");
+    assert!(
+        (g729.mouth_to_ear_ms - 75.0).abs() < 1e-9,
+        "look-ahead 5 ms"
+    );
 }
 
 /// A stream whose media names no codec is scored as G.711, and says so.

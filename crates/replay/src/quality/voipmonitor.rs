@@ -290,8 +290,12 @@ impl<'c> Acc<'c> {
             self.close(self.checkpoints[self.next]);
             self.next += 1;
         }
-        let (loss_rate, burst_ratio) =
-            loss_and_burst(self.lost, self.bursts, self.total_received, self.total_received);
+        let (loss_rate, burst_ratio) = loss_and_burst(
+            self.lost,
+            self.bursts,
+            self.total_received,
+            self.total_received,
+        );
         let scored = self.intervals > 0;
         VoipMonitor {
             mos: scored.then(|| f64::from(self.avg).round() / 10.0),
@@ -355,15 +359,24 @@ mod tests {
     /// → 42 → MOS 4.2; the worst interval 3.9.
     #[test]
     fn a_call_is_scored_over_ten_second_intervals() {
-        let late = |i: i64| (100..=102).contains(&i) || (200..=202).contains(&i)
-            || (1100..=1190).contains(&i) && i % 10 == 0;
+        let late = |i: i64| {
+            (100..=102).contains(&i)
+                || (200..=202).contains(&i)
+                || (1100..=1190).contains(&i) && i % 10 == 0
+        };
         let s = samples(1500, |i| Some(if late(i) { 200 } else { 10 }), |_| false);
         let stream = PlayoutStream::new(0, &s, pcma(), Nanos::ZERO);
         let cps = checkpoints(stream.units().iter().map(|u| u.arrival));
         let ms = |c: &Checkpoint| c.at.as_nanos() / 1_000_000;
         assert_eq!(
-            cps.iter().map(|c| (ms(c), c.received, c.elapsed_ms)).collect::<Vec<_>>(),
-            [(10_430, 520, 10_420), (20_450, 1021, 20_440), (29_990, 1498, 29_980)]
+            cps.iter()
+                .map(|c| (ms(c), c.received, c.elapsed_ms))
+                .collect::<Vec<_>>(),
+            [
+                (10_430, 520, 10_420),
+                (20_450, 1021, 20_440),
+                (29_990, 1498, 29_980)
+            ]
         );
         let v = measure(&stream, &fixed(&stream, 50));
         assert_eq!(v.intervals, 3);

@@ -138,7 +138,10 @@ impl WebRtcStats {
             if self.clock_rate != o.clock_rate {
                 self.clock_rate = None;
             }
-            self.jitter_buffer_target_delay = match (self.jitter_buffer_target_delay, o.jitter_buffer_target_delay) {
+            self.jitter_buffer_target_delay = match (
+                self.jitter_buffer_target_delay,
+                o.jitter_buffer_target_delay,
+            ) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
@@ -178,13 +181,15 @@ pub(crate) struct Counting {
 }
 
 impl Counting {
-    #[inline]
+    /// Samples in `d` (rounded to the nearest), or 1 for frames.
     fn units(&self, d: Nanos) -> u64 {
         match self.rate {
-            // Rounded to the nearest sample; a negative duration is none.
             Some(rate) => {
-                let n = i128::from(d.as_nanos().max(0)) * i128::from(rate);
-                u64::try_from((n + 500_000_000) / 1_000_000_000).unwrap_or(u64::MAX)
+                let ns = d.as_nanos().max(0);
+                match ns.checked_mul(i64::from(rate)) {
+                    Some(n) => ((n + 500_000_000) / 1_000_000_000) as u64,
+                    None => (ns as f64 * f64::from(rate) / 1e9).round() as u64,
+                }
             }
             None => 1,
         }
@@ -195,6 +200,8 @@ impl Counting {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Acc {
     counting: Counting,
+    last_duration: Nanos,
+    last_units: u64,
     delay_ns_samples: i128,
     target_ns_samples: i128,
     targets_known: bool,
@@ -219,6 +226,8 @@ impl Acc {
     pub(crate) fn new(counting: Counting) -> Self {
         Self {
             counting,
+            last_duration: Nanos::ZERO,
+            last_units: counting.units(Nanos::ZERO),
             delay_ns_samples: 0,
             target_ns_samples: 0,
             targets_known: true,
@@ -239,8 +248,14 @@ impl Acc {
 
     #[inline]
     pub(crate) fn push(&mut self, s: &Step<'_>) {
-        // Frames count one per slot whatever their duration.
-        let n = self.counting.units(s.slot.duration);
+        // Slots mostly share one duration: convert it once.
+        let n = if s.slot.duration == self.last_duration {
+            self.last_units
+        } else {
+            self.last_duration = s.slot.duration;
+            self.last_units = self.counting.units(s.slot.duration);
+            self.last_units
+        };
         self.slots_total += n;
         self.slots_ns += i128::from(s.slot.duration.as_nanos().max(0));
         if s.played {
@@ -292,9 +307,7 @@ impl Acc {
             },
             clock_rate: c.rate,
             jitter_buffer_delay: secs(self.delay_ns_samples),
-            jitter_buffer_target_delay: self
-                .targets_known
-                .then(|| secs(self.target_ns_samples)),
+            jitter_buffer_target_delay: self.targets_known.then(|| secs(self.target_ns_samples)),
             jitter_buffer_minimum_delay: secs(
                 i128::from(c.minimum.as_nanos()) * i128::from(self.emitted),
             ),
@@ -394,18 +407,10 @@ mod tests {
         assert_eq!(count(samples(30, lost(10..=17), |_| false), 50), 1);
         // The stream's last slot must arrive for the slots before it to exist: a run that
         // ends the stream is made by playing too early (every slot late from 20 on).
-        let late_tail = samples(
-            30,
-            |i| Some(if i >= 20 { 100 } else { 10 }),
-            |_| false,
-        );
+        let late_tail = samples(30, |i| Some(if i >= 20 { 100 } else { 10 }), |_| false);
         assert_eq!(count(late_tail, 50), 0);
         // Concealed from the start (played too early) then resuming: nothing played before.
-        let late_head = samples(
-            30,
-            |i| Some(if i < 10 { 100 } else { 10 }),
-            |_| false,
-        );
+        let late_head = samples(30, |i| Some(if i < 10 { 100 } else { 10 }), |_| false);
         assert_eq!(count(late_head, 50), 0);
     }
 
