@@ -295,7 +295,7 @@ impl FromStr for Codec {
         }
         let unknown = || Error::UnknownCodec {
             text: text.to_owned(),
-            known: Codec::known_names(),
+            known: Self::known_names(),
         };
         if lower.contains('=') {
             let (mut ie, mut bpl) = (None, None);

@@ -276,7 +276,7 @@ mod tests {
         assert_eq!((b.bursts, b.burst_packets, b.burst_lost), (1, 11, 9));
         let tail = samples(
             40,
-            |i| Some(if i >= 30 && i < 39 { 100 } else { 10 }),
+            |i| Some(if (30..39).contains(&i) { 100 } else { 10 }),
             |_| false,
         );
         let stream = PlayoutStream::new(0, &tail, pcma(), Nanos::ZERO);

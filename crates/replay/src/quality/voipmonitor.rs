@@ -9,9 +9,10 @@
 //!
 //! **Loss bursts.** Each frame the buffer interpolates, drops as late or finds missing adds one
 //! to a running burst length; the next frame delivered ends the burst and records its length
-//! in a histogram `loss[len]` (lengths of 1024 or more — `ignore_mos_degradation_for_contiguous
-//! _packet_loss_greater_than`'s default — are not recorded; longer than 128 are recorded as
-//! 127 for every 128 frames, then the rest). A burst the call ends in is never recorded.
+//! in a histogram `loss[len]`. Lengths of 1024 or more are not recorded (the default of
+//! `ignore_mos_degradation_for_contiguous_packet_loss_greater_than`); longer than 128 are
+//! recorded as 127 for every 128 frames, then the rest. A burst the call ends in is never
+//! recorded.
 //! jitterlab: a run of concealed slots ended by a played one.
 //!
 //! **Per interval.** `lost = Σ len·loss[len]`, `bursts = Σ loss[len]` over the bursts recorded
@@ -66,7 +67,7 @@ pub struct VoipMonitor {
     pub loss_rate: f64,
     /// Over the whole call: the burst ratio as `burstr_calculate` gives it.
     pub burst_ratio: f64,
-    /// Frames recorded lost (Σ len·loss[len]) over the call.
+    /// Frames recorded lost (`Σ len·loss[len]`) over the call.
     pub lost: u64,
     /// Bursts recorded over the call.
     pub bursts: u64,
@@ -170,14 +171,14 @@ pub fn checkpoints(arrivals: impl IntoIterator<Item = Nanos>) -> Vec<Checkpoint>
             }
         }
     }
-    if let (Some(first), Some(last)) = (first, last) {
-        if last_call_save.is_none_or(|s| s + 1000 < ms(last)) {
-            out.push(Checkpoint {
-                at: last,
-                received: count.saturating_sub(2),
-                elapsed_ms: elapsed(first, last),
-            });
-        }
+    if let (Some(first), Some(last)) = (first, last)
+        && last_call_save.is_none_or(|s| s + 1000 < ms(last))
+    {
+        out.push(Checkpoint {
+            at: last,
+            received: count.saturating_sub(2),
+            elapsed_ms: elapsed(first, last),
+        });
     }
     out
 }
