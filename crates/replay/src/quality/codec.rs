@@ -1,8 +1,8 @@
 //! Codecs for the E-model: each one's equipment impairment factor `Ie`, packet-loss robustness
 //! factor `Bpl` and look-ahead, and where those values come from.
 //!
-//! The values are ITU-T G.113 (11/2007) Appendix I's provisional planning values for
-//! narrowband codecs: Table I.1 (`Ie` of each codec without transmission errors) and Table I.3
+//! The values are ITU-T G.113 Appendix I's provisional planning values for narrowband
+//! codecs: Table I.1 (`Ie` of each codec without transmission errors) and Table I.3
 //! (`Ie` and `Bpl` of the codecs tested under packet loss: G.711 with and without the
 //! Appendix I/G.711 concealment, G.723.1 + VAD at 6.3 kbit/s, G.729A + VAD, GSM-EFR). Where
 //! G.113 gives an `Ie` but no `Bpl`, or no value at all, the table says which value jitterlab
@@ -345,7 +345,7 @@ mod tests {
         assert!("ie=1,bpl=0".parse::<Codec>().is_err());
     }
 
-    /// G.113 (11/2007) Appendix I, Table I.3: the codecs tested under packet loss.
+    /// G.113 Appendix I, Table I.3: the codecs tested under packet loss.
     #[test]
     fn g113_table_i3_values() {
         let ie_bpl = |c: Codec| (c.impairment().ie, c.impairment().bpl);
