@@ -140,6 +140,14 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
+    /// A codec name the quality figures do not know.
+    #[error("codec '{text}' is not known (known: {known}; or ie=N,bpl=N for values of your own)")]
+    UnknownCodec {
+        /// The text given.
+        text: String,
+        /// The names that are known.
+        known: String,
+    },
     /// A shard that does not parse.
     #[error("shard '{text}': {reason}")]
     Shard {

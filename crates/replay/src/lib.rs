@@ -47,6 +47,7 @@ pub mod neteq;
 pub mod ngo;
 pub mod playout;
 pub mod policy;
+pub mod quality;
 mod run;
 pub mod streams;
 pub mod sweep;
