@@ -35,6 +35,42 @@ pub(crate) struct DecodeArgs {
     pub(crate) select: Selection,
 }
 
+/// What playout's quality figures assume, for commands that play audio.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct QualityArgs {
+    /// The codec the E-model's MOS takes (default: the stream's encoding or payload type,
+    /// G.711 when neither is known), e.g. g711, g722, g729, amr-12.2, opus, or ie=N,bpl=N.
+    #[arg(long, value_name = "CODEC")]
+    pub(crate) codec: Option<String>,
+    /// The one-way network delay of the fastest packet, added to the mouth-to-ear delay the
+    /// MOS is computed from (a capture at the receiver cannot know it), e.g. 40ms.
+    #[arg(long, value_name = "DELAY", default_value = "0ms")]
+    pub(crate) network_delay: String,
+}
+
+impl QualityArgs {
+    /// The options, each value checked with its flag named.
+    pub(crate) fn options(&self) -> Result<jitterlab_replay::playout::QualityOptions> {
+        let codec = self
+            .codec
+            .as_deref()
+            .map(|c| c.parse().context("--codec"))
+            .transpose()?;
+        let network_delay = jitterlab_capture::time::parse_duration(&self.network_delay)
+            .map_err(|e| anyhow::anyhow!("--network-delay {}: {e}", self.network_delay))?;
+        if network_delay < jitterlab_capture::Nanos::ZERO {
+            bail!(
+                "--network-delay {}: expected a delay ≥ 0",
+                self.network_delay
+            );
+        }
+        Ok(jitterlab_replay::playout::QualityOptions {
+            codec,
+            network_delay,
+        })
+    }
+}
+
 /// Which streams of a trace or capture a command looks at (every one by default).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct Selection {

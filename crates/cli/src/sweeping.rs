@@ -51,6 +51,8 @@ pub(crate) struct SweepOptions {
     #[arg(long)]
     pub(crate) snapshot: bool,
     #[command(flatten)]
+    pub(crate) quality: crate::input::QualityArgs,
+    #[command(flatten)]
     pub(crate) decode: DecodeArgs,
 }
 
@@ -163,6 +165,7 @@ pub(crate) fn execute_playout(
     shard: Shard,
 ) -> Result<Vec<Row>> {
     let clock: ClockMapping = o.clock.parse()?;
+    let options = o.quality.options()?;
     let traces: Vec<PlayoutTrace<'_>> = loaded.iter().map(|l| l.prepare_playout(clock)).collect();
     let total = sweep::pairs_in(shard, traces.len(), policies.len());
     let bar = progress(o, total);
@@ -171,7 +174,7 @@ pub(crate) fn execute_playout(
         .num_threads(o.threads.unwrap_or(0))
         .build()
         .context("cannot start the worker threads")?;
-    let rows = pool.install(|| sweep::run_playout(&traces, policies, shard, &done))?;
+    let rows = pool.install(|| sweep::run_playout(&traces, policies, options, shard, &done))?;
     bar.finish_and_clear();
     Ok(rows)
 }

@@ -20,8 +20,9 @@ use rayon::prelude::*;
 use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
-use crate::playout::{PlayoutMetrics, PlayoutReport, PlayoutStream};
+use crate::playout::{PlayoutMetrics, PlayoutReport, PlayoutStream, QualityOptions};
 use crate::policy::Policy;
+use crate::quality::Meter;
 use crate::run::{FrameClock, FramePlan, Prepared, replay_planned_batch};
 
 /// One trace, prepared once: its streams.
@@ -213,12 +214,27 @@ pub fn run(
 pub fn run_playout(
     traces: &[PlayoutTrace<'_>],
     policies: &[Policy],
+    options: QualityOptions,
     shard: Shard,
     done: &(dyn Fn() + Sync),
 ) -> Result<Vec<Row>, Error> {
     if let Some(p) = policies.iter().find(|p| !p.plays_frames()) {
         return Err(Error::NotPlayout { policy: p.name() });
     }
+    // What the quality figures need from each audio stream, prepared once.
+    let meters: Vec<Vec<Option<Meter<'_>>>> = traces
+        .iter()
+        .map(|t| {
+            t.streams
+                .iter()
+                .map(|s| {
+                    s.media
+                        .is_audio()
+                        .then(|| Meter::new(s, options.codec, options.network_delay))
+                })
+                .collect()
+        })
+        .collect();
     let pairs: Vec<(usize, usize)> = (0..traces.len())
         .flat_map(|t| (0..policies.len()).map(move |c| (t, c)))
         .filter(|&(t, c)| shard.contains(t * policies.len() + c))
@@ -227,11 +243,11 @@ pub fn run_playout(
         .into_par_iter()
         .map(|(t, config)| {
             let mut total = PlayoutMetrics::default();
-            for stream in &traces[t].streams {
+            for (stream, meter) in traces[t].streams.iter().zip(&meters[t]) {
                 let run = policies[config].playout(stream).ok_or(Error::NotPlayout {
                     policy: policies[config].name(),
                 })?;
-                total.merge(&PlayoutMetrics::measure(stream, &run));
+                total.merge(&PlayoutMetrics::measure_with(stream, &run, meter.as_ref()));
             }
             done();
             Ok(Row {

@@ -6,7 +6,7 @@
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{MediaKind, Sample};
 use jitterlab_replay::grid::{DEFAULT_MAX_CONFIGS, default_playout_grid_for};
-use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics};
+use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics, QualityOptions};
 use jitterlab_replay::{ClockMapping, Media, PlayoutStream, Policy};
 use proptest::prelude::*;
 
@@ -111,7 +111,7 @@ proptest! {
                     prop_assert!(slot.arrival.is_some_and(|a| a <= at), "{} {:?}", policy, slot);
                 }
             }
-            let m = PlayoutMetrics::measure(&stream, &run).report();
+            let m = PlayoutMetrics::measure(&stream, &run, QualityOptions::default()).report();
             prop_assert_eq!(m.summary.frames as usize, slots.len());
         }
     }

@@ -1,7 +1,7 @@
 //! Replaying one stream through several configurations, keeping per-frame logs for figures.
 
 use jitterlab_capture::decode::Decoded;
-use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics, PlayoutReport};
+use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics, PlayoutReport, QualityOptions};
 use jitterlab_replay::{
     ClockMapping, FrameClock, Media, Mode, PlayoutStream, Policy, Replay, StreamView, Summary,
     streams,
@@ -70,6 +70,7 @@ pub fn play_policies(
     stream: u32,
     policies: &[(String, Policy)],
     clock: ClockMapping,
+    options: QualityOptions,
 ) -> Result<Vec<Run>, Error> {
     let view = streams::views(decoded, Some(stream))
         .next()
@@ -99,7 +100,7 @@ pub fn play_policies(
                     policy: policy.name(),
                 })?;
             let mut log = PlayoutLog {
-                report: PlayoutMetrics::measure(&prepared, &run).report(),
+                report: PlayoutMetrics::measure(&prepared, &run, options).report(),
                 ..PlayoutLog::default()
             };
             for (i, e) in run.events.iter().enumerate() {

@@ -58,6 +58,8 @@ pub(crate) struct Args {
     #[arg(long)]
     force: bool,
     #[command(flatten)]
+    quality: crate::input::QualityArgs,
+    #[command(flatten)]
     decode: DecodeArgs,
 }
 
@@ -227,11 +229,10 @@ fn run_playout(
     decoded: &jitterlab_capture::Decoded,
 ) -> Result<()> {
     use jitterlab_replay::playout::PlayoutEvent;
-    let played = Replay::new(FrameClock::Fps(60.0)).clock(clock).playout(
-        decoded,
-        args.decode.select.stream,
-        policy,
-    )?;
+    let played = Replay::new(FrameClock::Fps(60.0))
+        .clock(clock)
+        .quality(args.quality.options()?)
+        .playout(decoded, args.decode.select.stream, policy)?;
     if let Some(path) = &args.timeline {
         let mut f = AtomicFile::create(path, args.force)?;
         f.write_all(b"stream,seq,play_ms,event\n")?;
@@ -270,6 +271,8 @@ fn run_playout(
                     },
                     "prepared": s.prepared,
                     "metrics": s.metrics.report(),
+                    "mos": s.metrics.report().mos,
+                    "r_factor": s.metrics.report().r_factor,
                 });
                 if let Some(frames) = &s.frames {
                     v["video"] = serde_json::to_value(frames).unwrap_or(Value::Null);
@@ -316,6 +319,36 @@ fn run_playout(
             opt(r.max_delay_ms),
             opt(r.mean_buffer_delay_ms)
         )?;
+        if let Some(q) = &r.quality {
+            writeln!(
+                out,
+                "quality            MOS {:.2} (R {:.1}, {}{}, mouth-to-ear {:.0} ms)   VoIPmonitor MOS {}",
+                q.emodel.mos,
+                q.emodel.r_factor,
+                q.emodel.codec,
+                if q.emodel.codec_assumed {
+                    " assumed"
+                } else {
+                    ""
+                },
+                q.emodel.mouth_to_ear_ms,
+                q.voipmonitor
+                    .mos
+                    .map_or_else(|| "–".to_owned(), |m| format!("{m:.1}"))
+            )?;
+            writeln!(
+                out,
+                "webrtc-stats       jitterBufferDelay mean {:.1} ms, target mean {}, concealment events {}, \
+                 interruptions {} ({:.2} s)",
+                q.webrtc.mean_jitter_buffer_delay_ms,
+                q.webrtc
+                    .mean_jitter_buffer_target_delay_ms
+                    .map_or_else(|| "–".to_owned(), |t| format!("{t:.1} ms")),
+                q.webrtc.concealment_events,
+                q.webrtc.interruption_count,
+                q.webrtc.total_interruption_duration
+            )?;
+        }
         for s in &played.streams {
             if let Some(d) = &s.run.detail {
                 writeln!(out, "stream {}: {}", s.stream, d.describe())?;

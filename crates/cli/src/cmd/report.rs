@@ -50,6 +50,8 @@ pub(crate) struct Args {
     #[arg(long)]
     snapshot: bool,
     #[command(flatten)]
+    quality: crate::input::QualityArgs,
+    #[command(flatten)]
     decode: crate::input::DecodeArgs,
 }
 
@@ -66,6 +68,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         keep_going: false,
         playout: args.playout,
         snapshot: args.snapshot,
+        quality: args.quality.clone(),
         decode: args.decode.clone(),
     };
     let explicit: Vec<Policy> = args
@@ -215,7 +218,13 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             SweepPoints::new(&table.policies, &tuning, table.rows.len()),
         ),
         Mode::Playout => (
-            play_policies(&loaded.decoded, stream, &runs_in, clock)?,
+            play_policies(
+                &loaded.decoded,
+                stream,
+                &runs_in,
+                clock,
+                args.quality.options()?,
+            )?,
             SweepPoints::playout(&table.policies, &tuning, table.rows.len()),
         ),
     };

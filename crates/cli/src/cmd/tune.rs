@@ -331,7 +331,9 @@ fn write_tune_report(
             &FrameClock::Fps(o.fps),
             clock,
         )?,
-        Mode::Playout => play_policies(&first.decoded, stream, &chosen, clock)?,
+        Mode::Playout => {
+            play_policies(&first.decoded, stream, &chosen, clock, o.quality.options()?)?
+        }
     };
     let rec = t.recommendation.map(|r| policies[r].to_string());
     let why = match mode {

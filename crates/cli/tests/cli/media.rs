@@ -49,7 +49,9 @@ fn tune_recommends_a_playout_configuration_on_every_shared_call() {
             m["worst_late_ratio"].as_f64().unwrap() <= 0.01,
             "{name}: {m}"
         );
-        assert!(m.get("worst_mos").is_some(), "{name}: {m}");
+        // With its MOS (E-model, from the call's codec).
+        let mos = m["worst_mos"].as_f64().unwrap_or_else(|| panic!("{name}: no MOS in {m}"));
+        assert!((1.0..=4.5).contains(&mos), "{name}: MOS {mos}");
         // The recommendation replays to the figures tune judged it by.
         let replayed = json(&[
             "replay".as_ref(),
@@ -60,7 +62,7 @@ fn tune_recommends_a_playout_configuration_on_every_shared_call() {
             "--json".as_ref(),
         ]);
         let per_trace = &m["traces"][0]["metrics"];
-        for key in ["frames", "late", "lost", "concealed"] {
+        for key in ["frames", "late", "lost", "concealed", "mos", "r_factor"] {
             assert_eq!(replayed["metrics"][key], per_trace[key], "{name}: {key}");
         }
         let (a, b) = (

@@ -8,8 +8,11 @@
 //! **buffer delay** of a played slot is its play time minus its own arrival: how long it
 //! waited in the buffer (webrtc-stats' jitterBufferDelay per emitted unit).
 
+use jitterlab_capture::Nanos;
+
 use super::{PlayoutEvent, PlayoutRun, PlayoutStream, PlayoutSummary, summarize};
 use crate::metrics::LogHistogram;
+use crate::quality::{Codec, Meter, Quality};
 
 /// One playout's figures, mergeable over streams.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -22,11 +25,34 @@ pub struct PlayoutMetrics {
     buffer: (i128, u64),
     /// Sum of the targets recorded, ns, and how many.
     target: (i128, u64),
+    /// Audio: the quality figures (webrtc-stats, E-model, VoIPmonitor, RFC 3611).
+    pub quality: Option<Quality>,
 }
 
 impl PlayoutMetrics {
-    /// Measures one stream's playout.
-    pub fn measure(stream: &PlayoutStream<'_>, run: &PlayoutRun) -> Self {
+    /// Measures one stream's playout, with its quality figures when it is audio (the codec
+    /// and network delay of `options`).
+    pub fn measure(stream: &PlayoutStream<'_>, run: &PlayoutRun, options: QualityOptions) -> Self {
+        let meter = stream
+            .media
+            .is_audio()
+            .then(|| Meter::new(stream, options.codec, options.network_delay));
+        Self::measure_with(stream, run, meter.as_ref())
+    }
+
+    /// [`PlayoutMetrics::measure`] with the quality meter prepared once for the stream (a
+    /// sweep's path); `None`: no quality figures.
+    pub fn measure_with(
+        stream: &PlayoutStream<'_>,
+        run: &PlayoutRun,
+        meter: Option<&Meter<'_>>,
+    ) -> Self {
+        let mut m = Self::timing(stream, run);
+        m.quality = meter.map(|q| q.measure(run));
+        m
+    }
+
+    fn timing(stream: &PlayoutStream<'_>, run: &PlayoutRun) -> Self {
         let slots = stream.slots();
         let first = slots.first().map_or(0, |s| s.seq);
         let mut m = Self {
@@ -83,6 +109,13 @@ impl PlayoutMetrics {
         self.buffer.1 += o.buffer.1;
         self.target.0 += o.target.0;
         self.target.1 += o.target.1;
+        self.quality = match (self.quality, o.quality) {
+            (Some(mut a), Some(b)) => {
+                a.merge(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
     }
 
     /// The figures as a flat record (JSON, result tables).
@@ -97,6 +130,9 @@ impl PlayoutMetrics {
             max_delay_ms: self.delay.max(),
             mean_buffer_delay_ms: mean(self.buffer),
             mean_target_ms: mean(self.target),
+            mos: self.quality.map(|q| q.emodel.mos),
+            r_factor: self.quality.map(|q| q.emodel.r_factor),
+            quality: self.quality,
         }
     }
 }
@@ -179,10 +215,21 @@ impl Delays {
 }
 
 impl PlayoutReport {
-    /// The E-model MOS, when the stream is audio.
+    /// The E-model MOS, when the stream is audio (the worst stream's over a trace).
     pub fn mos(&self) -> Option<f64> {
-        None
+        self.mos
     }
+}
+
+/// What the quality figures assume: the codec (`None`: the one the stream's encoding or
+/// payload type names, G.711 when neither does) and the one-way network delay of the fastest
+/// packet, which a capture at the receiver cannot know.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct QualityOptions {
+    /// The codec the E-model takes.
+    pub codec: Option<Codec>,
+    /// The fastest packet's one-way network delay.
+    pub network_delay: Nanos,
 }
 
 /// A playout's figures: the slot counts and the delays.
@@ -205,11 +252,18 @@ pub struct PlayoutReport {
     pub mean_buffer_delay_ms: Option<f64>,
     /// Mean target delay the policy aimed at, ms (`None`: it records none).
     pub mean_target_ms: Option<f64>,
+    /// Audio: the ITU-T G.107 E-model MOS (the worst stream's over a trace).
+    pub mos: Option<f64>,
+    /// Audio: the E-model's R factor (of the stream with the worst MOS).
+    pub r_factor: Option<f64>,
+    /// Audio: every quality figure (`docs/media/quality.md`); written, not read back from
+    /// result files (`mos` and `r_factor` are).
+    #[serde(skip_deserializing)]
+    pub quality: Option<Quality>,
 }
 
 #[cfg(test)]
 mod tests {
-    use jitterlab_capture::Nanos;
     use jitterlab_capture::decode::Sample;
 
     use super::*;
@@ -240,7 +294,11 @@ mod tests {
         let delay = Nanos::from_millis(30);
         let events = playout_slots(stream.slots(), delay, offset);
         assert_eq!(events, playout_fixed(&samples, delay, offset));
-        let m = PlayoutMetrics::measure(&stream, &PlayoutRun::fixed(events, delay));
+        let m = PlayoutMetrics::measure(
+            &stream,
+            &PlayoutRun::fixed(events, delay),
+            QualityOptions::default(),
+        );
         let r = m.report();
         assert_eq!(
             (r.summary.frames, r.summary.late, r.summary.lost),
@@ -273,7 +331,7 @@ mod tests {
             targets: crate::playout::Targets::Constant(Nanos::from_millis(10)),
             ..PlayoutRun::new(events)
         };
-        let r = PlayoutMetrics::measure(&stream, &run).report();
+        let r = PlayoutMetrics::measure(&stream, &run, QualityOptions::default()).report();
         assert_eq!(r.max_delay_ms.map(f64::round), Some(40.0));
         assert_eq!(r.mean_buffer_delay_ms, Some(25.0));
         assert!(
@@ -285,7 +343,6 @@ mod tests {
 
 #[cfg(test)]
 mod adaptive_delay_tests {
-    use jitterlab_capture::Nanos;
     use jitterlab_capture::decode::Sample;
 
     use super::*;
@@ -312,7 +369,7 @@ mod adaptive_delay_tests {
         );
         let policy: crate::Policy = "jitter:a=1,k=1,apply=stretch:max_rate=5%".parse().unwrap();
         let run = policy.playout(&stream).unwrap();
-        let r = PlayoutMetrics::measure(&stream, &run).report();
+        let r = PlayoutMetrics::measure(&stream, &run, QualityOptions::default()).report();
         let (delay, target) = (r.mean_delay_ms.unwrap(), r.mean_target_ms.unwrap());
         // Each slot plays at the first 10 ms tick at or after its target time.
         assert!(

@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 
+pub mod asterisk;
 mod metrics;
 pub mod player;
-pub mod asterisk;
 mod stream;
 
-pub use metrics::{PlayoutMetrics, PlayoutReport};
+pub use metrics::{PlayoutMetrics, PlayoutReport, QualityOptions};
 pub use stream::{Media, PlayoutStream, Prepared, Slot};
 
 use jitterlab_capture::Nanos;

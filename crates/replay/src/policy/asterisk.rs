@@ -146,7 +146,7 @@ fn ms(d: Nanos) -> i64 {
 impl Preset for AsteriskConfig {
     const NAME: &'static str = "asterisk";
     const PLAYOUT_ONLY: bool = true;
-    const PLAYOUT_AXES: &'static str = "jbmaxsize = [\"100ms\", \"200ms\", \"500ms\"]\njbtargetextra = [\"0ms\", \"20ms\", \"40ms\", \"80ms\"]\nvariant = [\"asterisk\", \"voipmonitor\"]\n";
+    const PLAYOUT_AXES: &'static str = "jbmaxsize = [\"100ms\", \"200ms\", \"500ms\"]\njbtargetextra = [\"0ms\", \"20ms\", \"40ms\", \"80ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<AsteriskConfig>>> = OnceLock::new();

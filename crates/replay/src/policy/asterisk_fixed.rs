@@ -113,7 +113,7 @@ fn ms(d: Nanos) -> i64 {
 impl Preset for AsteriskFixedConfig {
     const NAME: &'static str = "asterisk-fixed";
     const PLAYOUT_ONLY: bool = true;
-    const PLAYOUT_AXES: &'static str = "jbmaxsize = [\"20ms\", \"40ms\", \"50ms\", \"60ms\", \"80ms\", \"100ms\", \"120ms\", \"150ms\", \"200ms\", \"300ms\"]\nvariant = [\"asterisk\", \"voipmonitor\"]\n";
+    const PLAYOUT_AXES: &'static str = "jbmaxsize = [\"20ms\", \"40ms\", \"50ms\", \"60ms\", \"80ms\", \"100ms\", \"120ms\", \"150ms\", \"200ms\", \"300ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<AsteriskFixedConfig>>> = OnceLock::new();

@@ -59,6 +59,7 @@ use lane::Lane;
 pub struct Replay {
     frames: FrameClock,
     clock: ClockMapping,
+    quality: crate::playout::QualityOptions,
 }
 
 impl Replay {
@@ -67,7 +68,14 @@ impl Replay {
         Self {
             frames,
             clock: ClockMapping::Estimated,
+            quality: crate::playout::QualityOptions::default(),
         }
+    }
+
+    /// What discrete playout's quality figures assume (the codec, the network delay).
+    pub fn quality(mut self, options: crate::playout::QualityOptions) -> Self {
+        self.quality = options;
+        self
     }
 
     /// The clock mapping to use.
@@ -158,7 +166,7 @@ impl Replay {
         only: Option<u32>,
         policy: &Policy,
     ) -> Result<TracePlayout, Error> {
-        playout_trace(decoded, only, policy, self.clock)
+        playout_trace(decoded, only, policy, self.clock, self.quality)
     }
 }
 

@@ -7,7 +7,8 @@ use crate::Error;
 use crate::clock::ClockMapping;
 use crate::metrics::Metrics;
 use crate::playout::{
-    Media, PlayoutMetrics, PlayoutRun, PlayoutStream, PlayoutSummary, Prepared, summarize,
+    Media, PlayoutMetrics, PlayoutRun, PlayoutStream, PlayoutSummary, Prepared, QualityOptions,
+    summarize,
 };
 use crate::policy::Policy;
 use crate::streams::views;
@@ -84,6 +85,7 @@ pub(crate) fn playout_trace(
     only: Option<u32>,
     policy: &Policy,
     clock: ClockMapping,
+    options: QualityOptions,
 ) -> Result<TracePlayout, Error> {
     if !policy.plays_frames() {
         return Err(Error::NotPlayout {
@@ -104,7 +106,7 @@ pub(crate) fn playout_trace(
             policy: policy.name(),
         })?;
         let summary = summarize(&run.events);
-        let metrics = PlayoutMetrics::measure(&stream, &run);
+        let metrics = PlayoutMetrics::measure(&stream, &run, options);
         out.total.merge(&summary);
         out.metrics.merge(&metrics);
         out.streams.push(StreamPlayout {
