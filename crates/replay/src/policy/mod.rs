@@ -58,6 +58,7 @@ presets! {
     mirror: MirrorConfig,
     neteq: NetEqConfig,
     ngo: NgoConfig,
+    webrtc_video: WebRtcVideoConfig,
 }
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its
