@@ -254,7 +254,11 @@ impl PlayoutDetail {
                 w.mean_target_ms,
                 w.mean_current_delay_ms,
                 w.mean_jitter_ms,
-                if w.low_latency { "; low-latency rendering" } else { "" },
+                if w.low_latency {
+                    "; low-latency rendering"
+                } else {
+                    ""
+                },
                 if w.timing_resets > 0 {
                     format!("; {} timing resets", w.timing_resets)
                 } else {

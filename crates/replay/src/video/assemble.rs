@@ -291,7 +291,8 @@ fn is_jump(p: &Open, f: &Open, spacing: Option<i64>) -> bool {
     };
     let sent = f.send - p.send;
     let arrived = f.first_arrival - p.first_arrival;
-    f.ts - p.ts > spacing.saturating_mul(10) && sent > arrived.max(Nanos::ZERO) + Nanos::from_secs(2)
+    f.ts - p.ts > spacing.saturating_mul(10)
+        && sent > arrived.max(Nanos::ZERO) + Nanos::from_secs(2)
 }
 
 /// The spans during which `packets` (arrival order) had been silent for [`INACTIVE_AFTER`].

@@ -559,7 +559,12 @@ mod tests {
     #[test]
     fn milliseconds_round_as_timedelta_does() {
         assert_eq!(
-            [round_ms(1499), round_ms(1500), round_ms(-1500), round_ms(-1501)],
+            [
+                round_ms(1499),
+                round_ms(1500),
+                round_ms(-1500),
+                round_ms(-1501)
+            ],
             [1, 2, -1, -2]
         );
         assert_eq!(ms_to_us(1.2345678), 1234);

@@ -24,4 +24,4 @@ pub use assemble::{Assembly, INACTIVE_AFTER, Incomplete, assemble};
 pub use jitter::{FrameDelayKalman, InterFrameDelay, JitterEstimator};
 pub use receiver::{WebRtcVideoStats, playout_webrtc_video};
 pub use stats::VideoStats;
-pub use timing::{DecodeTimeFilter, Timing, TimestampExtrapolator};
+pub use timing::{DecodeTimeFilter, TimestampExtrapolator, Timing};

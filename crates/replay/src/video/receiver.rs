@@ -155,8 +155,8 @@ impl Receiver<'_> {
             return;
         }
         self.scheduled = None;
-        let max_wait = (self.last_release + MAX_WAIT_FOR_FRAME - now - Nanos::from_millis(1))
-            .max(Nanos::ZERO);
+        let max_wait =
+            (self.last_release + MAX_WAIT_FOR_FRAME - now - Nanos::from_millis(1)).max(Nanos::ZERO);
         while let Some(&k) = self.pending.front() {
             let render = self.timing.render_time(self.ts(k), now);
             let wait =
@@ -197,9 +197,12 @@ impl Receiver<'_> {
             Some(rate) => self.timing.update_current_delay_slewed(ts, rate),
         }
         let decoded = now + self.config.decode_time;
-        self.timing.stop_decode_timer(self.config.decode_time, decoded);
+        self.timing
+            .stop_decode_timer(self.config.decode_time, decoded);
         self.timing.set_last_decode_scheduled(now);
-        let shown = render.map_or(decoded, |r| r.max(decoded)).max(self.last_shown);
+        let shown = render
+            .map_or(decoded, |r| r.max(decoded))
+            .max(self.last_shown);
         if render.is_some_and(|r| r < decoded) {
             self.stats.rendered_late += 1;
         }

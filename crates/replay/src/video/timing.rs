@@ -284,8 +284,7 @@ impl Timing {
 
     /// A frame took `decode` to decode, finishing at `now`.
     pub fn stop_decode_timer(&mut self, decode: Nanos, now: Nanos) {
-        self.decode
-            .add(round_ms(us(decode)), round_ms(us(now)));
+        self.decode.add(round_ms(us(decode)), round_ms(us(now)));
     }
 
     /// The decode time planned for.
@@ -299,9 +298,8 @@ impl Timing {
     }
 
     fn target_us(&self) -> i64 {
-        self.min_playout_us.max(
-            self.jitter_us + self.decode.required_ms() * 1_000 + self.render_delay_us,
-        )
+        self.min_playout_us
+            .max(self.jitter_us + self.decode.required_ms() * 1_000 + self.render_delay_us)
     }
 
     /// The current delay.
@@ -328,9 +326,10 @@ impl Timing {
             return None;
         }
         let complete = self.extrapolator.local_time(ts90).unwrap_or(now);
-        let delay = self
-            .current_us
-            .clamp(self.min_playout_us, self.max_playout_us.max(self.min_playout_us));
+        let delay = self.current_us.clamp(
+            self.min_playout_us,
+            self.max_playout_us.max(self.min_playout_us),
+        );
         Some(complete + Nanos::from_micros(delay))
     }
 
@@ -341,7 +340,10 @@ impl Timing {
     pub fn max_waiting_time(&self, render: Option<Nanos>, now: Nanos, too_many: bool) -> Nanos {
         let now_us = us(now);
         match render {
-            None if self.min_pacing_us > 0 && self.min_playout_us == 0 && self.max_playout_us > 0 => {
+            None if self.min_pacing_us > 0
+                && self.min_playout_us == 0
+                && self.max_playout_us > 0 =>
+            {
                 if too_many {
                     return Nanos::ZERO;
                 }
@@ -371,9 +373,8 @@ impl Timing {
             self.current_us = target;
             return;
         };
-        let delayed = us(decoded) - us(render)
-            + self.decode.required_ms() * 1_000
-            + self.render_delay_us;
+        let delayed =
+            us(decoded) - us(render) + self.decode.required_ms() * 1_000 + self.render_delay_us;
         if round_ms(delayed) < 0 {
             return;
         }

@@ -25,7 +25,8 @@ fn jitter_delay_slews_100_ms_per_second_and_honours_min_playout() {
     timing.set_jitter_delay(jitter);
     timing.update_current_delay_slewed(ts, per_s);
     timing.set_render_delay(Nanos::ZERO);
-    let wait = |t: &Timing, ts: i64, now: Nanos| t.max_waiting_time(t.render_time(ts, now), now, false);
+    let wait =
+        |t: &Timing, ts: i64, now: Nanos| t.max_waiting_time(t.render_time(ts, now), now, false);
     // The first update sets the render time: with no decode time the wait is the jitter.
     assert_eq!(wait(&timing, ts, now), jitter);
 
@@ -105,7 +106,8 @@ fn extrapolation_across_the_32_bit_wrap() {
 fn low_latency_rendering_is_min_zero_and_max_up_to_500_ms() {
     let mut t = Timing::new(Nanos::ZERO);
     assert!(!t.low_latency());
-    t.set_min_playout_delay(ms(10)).set_max_playout_delay(ms(20));
+    t.set_min_playout_delay(ms(10))
+        .set_max_playout_delay(ms(20));
     assert!(!t.low_latency());
     t.set_min_playout_delay(Nanos::ZERO);
     assert!(t.low_latency());
