@@ -9,6 +9,7 @@ use crate::metrics::Metrics;
 use crate::playout::{Media, PlayoutRun, PlayoutStream, PlayoutSummary, summarize};
 use crate::policy::Policy;
 use crate::streams::views;
+use crate::video::{Assembly, VideoStats};
 
 /// The result of replaying every stream of a trace.
 #[derive(Clone, Debug, Default)]
@@ -50,6 +51,10 @@ pub struct StreamPlayout {
     pub run: PlayoutRun,
     /// The slots summarised.
     pub summary: PlayoutSummary,
+    /// Video streams: the webrtc-stats video figures of the run.
+    pub video: Option<VideoStats>,
+    /// Video streams: how the packets were assembled into frames.
+    pub frames: Option<Assembly>,
 }
 
 /// The discrete playout (C21–C24) of every stream of a trace (or only `only`).
@@ -59,6 +64,8 @@ pub struct TracePlayout {
     pub streams: Vec<StreamPlayout>,
     /// All streams together.
     pub total: PlayoutSummary,
+    /// The video streams' figures together (`None` without a video stream).
+    pub video: Option<VideoStats>,
 }
 
 /// Plays every stream of a decoded trace (or only `only`) as discrete frames through `policy`:
@@ -88,16 +95,30 @@ pub(crate) fn playout_trace(
             .find(|s| s.id == view.id)
             .map(Media::of)
             .unwrap_or_default();
-        let stream = PlayoutStream::new(view.id, &view.samples, media, offset);
+        let mut stream = PlayoutStream::new(view.id, &view.samples, media, offset);
         let run = policy.playout(&stream).ok_or(Error::NotPlayout {
             policy: policy.name(),
         })?;
         let summary = summarize(&run.events);
         out.total.merge(&summary);
+        let video = stream
+            .media
+            .is_video()
+            .then(|| VideoStats::measure(&stream, &run));
+        if let Some(v) = &video {
+            out.video.get_or_insert_with(VideoStats::default).merge(v);
+        }
         out.streams.push(StreamPlayout {
             stream: view.id,
             run,
             summary,
+            video,
+            frames: stream.frames.take().map(|mut a| {
+                // The frames themselves were the run's input; the counts are what is kept.
+                a.frames = Vec::new();
+                a.inactive = Vec::new();
+                a
+            }),
         });
     }
     Ok(out)
