@@ -19,7 +19,7 @@ use jitterlab_capture::testdata::shared_data;
 use jitterlab_capture::{Nanos, sdp};
 use jitterlab_replay::playout::{PlayoutEvent, Targets, summarize};
 use jitterlab_replay::{
-    ClockMapping, FrameClock, Media, Policy, PlayoutStream, Replay, VideoStats,
+    ClockMapping, FrameClock, Media, PlayoutStream, Policy, Replay, VideoStats,
 };
 
 /// Decodes a capture as `jitterlab` does: every flow judged by its packets, SDP applied to
@@ -66,7 +66,12 @@ fn late_frames_at_100_ms(path: &Path, media_from_capture: Option<MediaKind>) -> 
         .iter()
         .find(|s| s.ssrc.is_some())
         .unwrap_or_else(|| panic!("{}: no RTP stream", path.display()));
-    assert_eq!(info.media, media_from_capture, "{}: StreamInfo.media", path.display());
+    assert_eq!(
+        info.media,
+        media_from_capture,
+        "{}: StreamInfo.media",
+        path.display()
+    );
     let media = Media::of(info);
     assert!(media.is_video(), "{}: {media:?}", path.display());
     let samples: Vec<_> = decoded.stream_samples(info.id).cloned().collect();
@@ -95,7 +100,11 @@ fn late_frames_at_100_ms(path: &Path, media_from_capture: Option<MediaKind>) -> 
     for (ts, f) in raw.iter_mut() {
         f.seqs.sort_unstable();
         let contiguous = f.seqs.windows(2).all(|w| w[1] == w[0] + 1);
-        assert!(contiguous && f.marker_on_last, "{}: frame {ts}", path.display());
+        assert!(
+            contiguous && f.marker_on_last,
+            "{}: frame {ts}",
+            path.display()
+        );
     }
     // The playout's slot for each frame, by send time.
     let events: BTreeMap<Nanos, &PlayoutEvent> = stream
@@ -194,7 +203,10 @@ fn late_frames_at_100_ms(path: &Path, media_from_capture: Option<MediaKind>) -> 
     assert_eq!(played.streams[0].video, Some(video));
     assert_eq!(played.video, Some(video));
     assert_eq!(
-        played.streams[0].frames.as_ref().map(|a| (a.total, a.complete)),
+        played.streams[0]
+            .frames
+            .as_ref()
+            .map(|a| (a.total, a.complete)),
         Some((assembly.total, assembly.complete))
     );
 
@@ -225,7 +237,10 @@ fn the_h264_call_is_late_frame_by_frame_not_packet_by_packet() {
     // 3896 packets in 2036 timestamps, and seq 20539 lost between two frames whose
     // timestamps are two frame spacings apart: one frame lost whole.
     assert_eq!(with_sdp.packets, 3896);
-    assert_eq!((with_sdp.slots, with_sdp.complete, with_sdp.incomplete), (2037, 2036, 1));
+    assert_eq!(
+        (with_sdp.slots, with_sdp.complete, with_sdp.incomplete),
+        (2037, 2036, 1)
+    );
     let frame_share = with_sdp.late as f64 / with_sdp.slots as f64;
     let packet_share = with_sdp.late_packets as f64 / with_sdp.packets as f64;
     assert!(
@@ -235,10 +250,7 @@ fn the_h264_call_is_late_frame_by_frame_not_packet_by_packet() {
     assert!(frame_share < packet_share - 0.05, "per frame {frame_share}");
     // The same RTP without SDP: payload type 96 at an inferred 90 kHz clock, video by its
     // clock; the same frames are late.
-    let plain = late_frames_at_100_ms(
-        &data.join("pcap/saghul-sipp-scenarios_h264.pcap"),
-        None,
-    );
+    let plain = late_frames_at_100_ms(&data.join("pcap/saghul-sipp-scenarios_h264.pcap"), None);
     assert_eq!((plain.slots, plain.late), (with_sdp.slots, with_sdp.late));
 }
 

@@ -114,8 +114,7 @@ pub(crate) fn playout_trace(
             summary,
             video,
             frames: stream.frames.take().map(|mut a| {
-                // The frames themselves were the run's input; the counts are what is kept.
-                a.frames = Vec::new();
+                // The counts are what is kept.
                 a.inactive = Vec::new();
                 a
             }),

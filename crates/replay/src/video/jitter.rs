@@ -177,7 +177,7 @@ struct Intervals {
     samples: [i64; FPS_WINDOW],
     len: usize,
     next: usize,
-    sum: i128,
+    sum: i64,
 }
 
 impl Default for Intervals {
@@ -194,12 +194,13 @@ impl Default for Intervals {
 impl Intervals {
     fn add(&mut self, x: i64) {
         if self.len == FPS_WINDOW {
-            self.sum -= i128::from(self.samples[self.next]);
+            self.sum = self.sum.wrapping_sub(self.samples[self.next]);
         } else {
             self.len += 1;
         }
         self.samples[self.next] = x;
-        self.sum += i128::from(x);
+        // Wrapping both ways keeps the window's sum exact whatever the intervals.
+        self.sum = self.sum.wrapping_add(x);
         self.next = (self.next + 1) % FPS_WINDOW;
     }
 

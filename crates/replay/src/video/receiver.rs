@@ -79,9 +79,12 @@ struct Scheduled {
 
 /// The 90 kHz timestamp of a send time.
 fn ticks(send: Nanos) -> i64 {
-    let t = i128::from(send.as_nanos()) * 9;
-    // Rounded to the nearest tick: send times are timestamps / clock rate, floored.
-    ((t + 50_000).div_euclid(100_000)) as i64
+    // Rounded to the nearest tick: send times are timestamps / clock rate, floored. Past
+    // ±32 years of send time the product leaves i64 and i128 takes over.
+    match send.as_nanos().checked_mul(9) {
+        Some(t) => t.saturating_add(50_000).div_euclid(100_000),
+        None => ((i128::from(send.as_nanos()) * 9 + 50_000).div_euclid(100_000)) as i64,
+    }
 }
 
 struct Receiver<'s> {

@@ -87,12 +87,13 @@ struct Window {
 impl Window {
     fn add(&mut self, d: i64) {
         if self.len == FREEZE_WINDOW {
-            self.sum -= self.delays[self.next];
+            self.sum = self.sum.wrapping_sub(self.delays[self.next]);
         } else {
             self.len += 1;
         }
         self.delays[self.next] = d;
-        self.sum = self.sum.saturating_add(d);
+        // Wrapping both ways keeps the window's sum exact whatever the delays.
+        self.sum = self.sum.wrapping_add(d);
         self.next = (self.next + 1) % FREEZE_WINDOW;
     }
 
@@ -143,7 +144,9 @@ impl VideoStats {
                         } else {
                             window.add(d.as_nanos());
                             if let Some(mean) = window.mean() {
-                                let bound = (3 * mean).max(mean + FREEZE_MIN_INCREASE.as_nanos());
+                                let bound = mean
+                                    .saturating_mul(3)
+                                    .max(mean.saturating_add(FREEZE_MIN_INCREASE.as_nanos()));
                                 if d.as_nanos() >= bound {
                                     s.freeze_count += 1;
                                     freezes += d;

@@ -172,8 +172,10 @@ impl DecodeTimeFilter {
                 break;
             }
             self.history.pop_front();
-            if let Ok(i) = self.sorted.binary_search(&d) {
-                self.sorted.remove(i);
+            // Equal values are interchangeable: the last of them is the cheapest to remove.
+            let end = self.sorted.partition_point(|&x| x <= d);
+            if end > 0 && self.sorted[end - 1] == d {
+                self.sorted.remove(end - 1);
             }
         }
     }

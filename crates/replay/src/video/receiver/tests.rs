@@ -249,3 +249,50 @@ fn an_empty_stream_plays_nothing() {
     assert!(run.events.is_empty());
     assert_eq!(stats.frames_decoded, 0);
 }
+
+/// Hostile input: random sequence numbers, timestamps (backwards, jumping), markers, sizes and
+/// arrival times, under every mode: never a panic, every slot once in order.
+#[test]
+fn random_streams_play_without_panicking() {
+    let mut x = 0x853c_49e6_748f_ea9b_u64;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    for round in 0..300 {
+        let n = next(80) as i64;
+        let mut p: Vec<Sample> = (0..n)
+            .map(|i| {
+                let ts = if next(20) == 0 {
+                    next(1 << 40) as i64 - (1 << 39)
+                } else {
+                    3600 * (i + next(3) as i64 - 1)
+                };
+                Sample {
+                    marker: next(2) == 0,
+                    payload_type: Some(96),
+                    rtp_timestamp: ts,
+                    rtp_clock: 90_000,
+                    size: next(3000) as u32,
+                    ..Sample::new(
+                        0,
+                        i + next(4) as i64,
+                        Nanos(ts * 100_000 / 9),
+                        Nanos::from_millis(next(30_000) as i64 - 1000),
+                    )
+                }
+            })
+            .collect();
+        p.sort_by_key(|s| s.arrival);
+        let policy = [
+            "webrtc-video",
+            "webrtc-video:slew=100ms",
+            "webrtc-video:max=500ms",
+            "webrtc-video:min=0ms,max=0ms",
+            "webrtc-video:min=300ms,decode_time=15ms",
+        ][round % 5];
+        play(&p, policy);
+    }
+}

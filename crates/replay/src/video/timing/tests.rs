@@ -185,3 +185,19 @@ fn decode_time_is_the_95th_percentile_after_five() {
     f.add(3, 20_200);
     assert_eq!(f.required_ms(), 3);
 }
+
+/// The extrapolation rounds to the nearest ms (`+ 0.5` before truncation): on an exact
+/// 90-ticks-per-ms line from 1000 ms, 45 ticks past a frame is 1 ms later, 44 ticks the
+/// same ms; before two updates the step is truncated to the µs (44 ticks: 488 µs).
+#[test]
+fn extrapolated_times_round_to_the_millisecond() {
+    let mut e = TimestampExtrapolator::new(ms(1000));
+    e.update(ms(1000), 9000);
+    assert_eq!(e.local_time(9044), Some(Nanos::from_micros(1_000_488)));
+    for i in 1..3 {
+        e.update(ms(1000 + 40 * i), 9000 + 3600 * i);
+    }
+    assert_eq!(e.local_time(9000 + 45), Some(ms(1001)));
+    assert_eq!(e.local_time(9000 + 44), Some(ms(1000)));
+    assert_eq!(e.local_time(9000 + 3600 * 10), Some(ms(1400)));
+}
