@@ -1,7 +1,7 @@
 //! `webrtc-video`: libwebrtc's video receive timing as a frame-playout policy (anchors-2.md
 //! §3.2).
 //!
-//! Source: libwebrtc as mirrored in `webrtc-sdk/webrtc` at `cd6792e` (October 2024, M12x):
+//! Source: libwebrtc as mirrored in `webrtc-sdk/webrtc` at `cd6792e` (October 2024):
 //! `modules/video_coding/timing/jitter_estimator.cc`, `frame_delay_variation_kalman_filter.cc`,
 //! `inter_frame_delay_variation_calculator.cc`, `timing.cc`, `timestamp_extrapolator.cc`,
 //! `decode_time_percentile_filter.cc`, and the frame buffer's scheduling in
