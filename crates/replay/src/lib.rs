@@ -64,10 +64,11 @@ pub use playout::{Media, PlayoutStream};
 pub use policy::{
     AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, JitterConfig,
     MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig, Registry,
-    SourceConfig,
+    SourceConfig, WebRtcVideoConfig,
 };
 pub use run::{
     Frame, FrameClock, FramePlan, Prepared, Replay, Stream, StreamPlayout, TracePlayout,
     TraceReplay,
 };
 pub use streams::{StreamView, TraceStreams};
+pub use video::{Assembly, VideoStats};

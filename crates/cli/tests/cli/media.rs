@@ -50,7 +50,9 @@ fn tune_recommends_a_playout_configuration_on_every_shared_call() {
             "{name}: {m}"
         );
         // With its MOS (E-model, from the call's codec).
-        let mos = m["worst_mos"].as_f64().unwrap_or_else(|| panic!("{name}: no MOS in {m}"));
+        let mos = m["worst_mos"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name}: no MOS in {m}"));
         assert!((1.0..=4.5).contains(&mos), "{name}: MOS {mos}");
         // The recommendation replays to the figures tune judged it by.
         let replayed = json(&[

@@ -13,6 +13,7 @@ use jitterlab_capture::Nanos;
 use super::{PlayoutEvent, PlayoutRun, PlayoutStream, PlayoutSummary, summarize};
 use crate::metrics::LogHistogram;
 use crate::quality::{Codec, Meter, Quality};
+use crate::video::VideoStats;
 
 /// One playout's figures, mergeable over streams.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -27,6 +28,8 @@ pub struct PlayoutMetrics {
     target: (i128, u64),
     /// Audio: the quality figures (webrtc-stats, E-model, VoIPmonitor, RFC 3611).
     pub quality: Option<Quality>,
+    /// Video: the webrtc-stats video figures (frames, freezes, pauses, inter-frame delays).
+    pub video: Option<VideoStats>,
 }
 
 impl PlayoutMetrics {
@@ -49,6 +52,10 @@ impl PlayoutMetrics {
     ) -> Self {
         let mut m = Self::timing(stream, run);
         m.quality = meter.map(|q| q.measure(run));
+        m.video = stream
+            .media
+            .is_video()
+            .then(|| VideoStats::measure(stream, run));
         m
     }
 
@@ -116,6 +123,11 @@ impl PlayoutMetrics {
             }
             (a, b) => a.or(b),
         };
+        match (&mut self.video, &o.video) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, b) => *a = *b,
+            (Some(_), None) => {}
+        }
     }
 
     /// The figures as a flat record (JSON, result tables).
@@ -133,6 +145,7 @@ impl PlayoutMetrics {
             mos: self.quality.map(|q| q.emodel.mos),
             r_factor: self.quality.map(|q| q.emodel.r_factor),
             quality: self.quality,
+            video: self.video,
         }
     }
 }
@@ -260,6 +273,9 @@ pub struct PlayoutReport {
     /// result files (`mos` and `r_factor` are).
     #[serde(skip_deserializing)]
     pub quality: Option<Quality>,
+    /// Video: the webrtc-stats video figures (`docs/media/video.md`); written, not read back.
+    #[serde(skip_deserializing)]
+    pub video: Option<VideoStats>,
 }
 
 #[cfg(test)]

@@ -231,10 +231,12 @@ pub enum PlayoutDetail {
     AsteriskFixed(crate::policy::AsteriskFixedStats),
     /// Wireshark's RTP player's markers and counts (`wireshark`).
     Wireshark(crate::policy::WiresharkStats),
+    /// libwebrtc's video timing: its delays and the frames it dropped.
+    WebRtcVideo(crate::video::WebRtcVideoStats),
 }
 
 impl PlayoutDetail {
-    /// The key the detail goes under in JSON output (`"neteq"`).
+    /// The key the detail goes under in JSON output (`"neteq"`, `"webrtc_video"`).
     pub fn key(&self) -> &'static str {
         match self {
             Self::NetEq(_) => "neteq",
@@ -244,6 +246,7 @@ impl PlayoutDetail {
             Self::Asterisk(_) => "asterisk",
             Self::AsteriskFixed(_) => "asterisk-fixed",
             Self::Wireshark(_) => "wireshark",
+            Self::WebRtcVideo(_) => "webrtc_video",
         }
     }
 
@@ -308,6 +311,28 @@ impl PlayoutDetail {
             Self::Asterisk(a) => a.describe(),
             Self::AsteriskFixed(a) => a.describe(),
             Self::Wireshark(w) => w.describe(),
+            Self::WebRtcVideo(w) => format!(
+                "webrtc-video {} frames decoded ({} rendered late), dropped {} too late, {} after a newer frame, {} buffer full; \
+                 mean target {:.1} ms, current delay {:.1} ms, jitter {:.1} ms{}{}",
+                w.frames_decoded,
+                w.rendered_late,
+                w.dropped_too_late,
+                w.dropped_after_newer,
+                w.dropped_buffer_full,
+                w.mean_target_ms,
+                w.mean_current_delay_ms,
+                w.mean_jitter_ms,
+                if w.low_latency {
+                    "; low-latency rendering"
+                } else {
+                    ""
+                },
+                if w.timing_resets > 0 {
+                    format!("; {} timing resets", w.timing_resets)
+                } else {
+                    String::new()
+                }
+            ),
         }
     }
 }

@@ -116,7 +116,8 @@ pub struct PlayoutStream<'a> {
     slots: Vec<Slot>,
     /// What was set aside or repaired.
     pub prepared: Prepared,
-    /// Video: how frames were assembled.
+    /// Video: how frames were assembled (its counts and inactive spans; the frames
+    /// themselves are the [`PlayoutStream::units`]).
     pub frames: Option<crate::video::Assembly>,
 }
 
@@ -126,8 +127,12 @@ impl<'a> PlayoutStream<'a> {
     pub fn new(id: u32, samples: &'a [Sample], media: Media, offset: Nanos) -> Self {
         let mut prepared = Prepared::default();
         let (units, frames) = if media.is_video() {
-            let assembly = crate::video::assemble(samples);
-            (Cow::Owned(assembly.frames.clone()), Some(assembly))
+            let mut assembly = crate::video::assemble(samples);
+            // The frames become the units; the assembly keeps its counts and inactive spans.
+            (
+                Cow::Owned(std::mem::take(&mut assembly.frames)),
+                Some(assembly),
+            )
         } else if media.kind.is_some() {
             (clean_media(samples, &media, &mut prepared), None)
         } else {

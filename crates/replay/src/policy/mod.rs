@@ -64,6 +64,7 @@ presets! {
     asterisk: AsteriskConfig,
     asterisk_fixed: AsteriskFixedConfig,
     wireshark: WiresharkConfig,
+    webrtc_video: WebRtcVideoConfig,
 }
 
 pub use baresip::BaresipStats;

@@ -12,6 +12,7 @@ use crate::playout::{
 };
 use crate::policy::Policy;
 use crate::streams::views;
+use crate::video::{Assembly, VideoStats};
 
 /// The result of replaying every stream of a trace.
 #[derive(Clone, Debug, Default)]
@@ -53,14 +54,16 @@ pub struct StreamPlayout {
     pub run: PlayoutRun,
     /// The slots summarised.
     pub summary: PlayoutSummary,
-    /// The playout's figures.
+    /// The playout's figures (with the quality or video figures the stream's media has).
     pub metrics: PlayoutMetrics,
-    /// What the stream carries, and what preparing it set aside or repaired.
+    /// What the stream carries.
     pub media: Media,
     /// What preparing the stream set aside or repaired.
     pub prepared: Prepared,
-    /// Video: how its frames were assembled.
-    pub frames: Option<crate::video::Assembly>,
+    /// Video streams: the webrtc-stats video figures of the run.
+    pub video: Option<VideoStats>,
+    /// Video streams: how the packets were assembled into frames.
+    pub frames: Option<Assembly>,
 }
 
 /// The discrete playout (C21–C24) of every stream of a trace (or only `only`).
@@ -72,6 +75,8 @@ pub struct TracePlayout {
     pub total: PlayoutSummary,
     /// All streams' figures together (what a playout sweep's row holds).
     pub metrics: PlayoutMetrics,
+    /// The video streams' figures together (`None` without a video stream).
+    pub video: Option<VideoStats>,
 }
 
 /// Plays every stream of a decoded trace (or only `only`) as discrete frames through `policy`:
@@ -101,7 +106,7 @@ pub(crate) fn playout_trace(
             .find(|s| s.id == view.id)
             .map(Media::of)
             .unwrap_or_default();
-        let stream = PlayoutStream::with_clock(view.id, &view.samples, media, clock);
+        let mut stream = PlayoutStream::with_clock(view.id, &view.samples, media, clock);
         let run = policy.playout(&stream).ok_or(Error::NotPlayout {
             policy: policy.name(),
         })?;
@@ -109,15 +114,23 @@ pub(crate) fn playout_trace(
         let metrics = PlayoutMetrics::measure(&stream, &run, options);
         out.total.merge(&summary);
         out.metrics.merge(&metrics);
+        let video = metrics.video;
         out.streams.push(StreamPlayout {
             stream: view.id,
             run,
             summary,
             metrics,
             prepared: stream.prepared.clone(),
-            frames: stream.frames.clone(),
             media: stream.media.clone(),
+            video,
+            frames: stream.frames.take().map(|mut a| {
+                // The counts are what is kept.
+                a.inactive = Vec::new();
+                a
+            }),
         });
     }
+    out.video = out.metrics.video;
+    out.video = out.metrics.video;
     Ok(out)
 }
