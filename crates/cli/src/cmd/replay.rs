@@ -274,8 +274,11 @@ fn run_playout(
                     "mos": s.metrics.report().mos,
                     "r_factor": s.metrics.report().r_factor,
                 });
+                if let Some(video) = &s.video {
+                    v["video"] = serde_json::to_value(video).unwrap_or(Value::Null);
+                }
                 if let Some(frames) = &s.frames {
-                    v["video"] = serde_json::to_value(frames).unwrap_or(Value::Null);
+                    v["assembly"] = serde_json::to_value(frames).unwrap_or(Value::Null);
                 }
                 // Every stream says what the policy's own logic counted (null when nothing).
                 v["neteq"] = Value::Null;
@@ -347,6 +350,21 @@ fn run_playout(
                 q.webrtc.concealment_events,
                 q.webrtc.interruption_count,
                 q.webrtc.total_interruption_duration
+            )?;
+        }
+        if let Some(v) = &r.video {
+            writeln!(
+                out,
+                "video              {} frames: {} complete, {} incomplete, {} late; {} freezes ({:.2} s), \
+                 {} pauses ({:.2} s)",
+                v.frames,
+                v.complete,
+                v.incomplete,
+                v.late,
+                v.freeze_count,
+                v.total_freezes_duration_ms / 1000.0,
+                v.pause_count,
+                v.total_pauses_duration_ms / 1000.0
             )?;
         }
         for s in &played.streams {

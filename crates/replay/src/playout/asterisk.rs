@@ -372,13 +372,21 @@ impl<'s> Slots<'s> {
         self.target[k] = scheduled - (self.slots[k].send - self.offset);
     }
 
+    /// Whether slot `k` is comfort noise that has arrived by `now`: its silence plays. Comfort
+    /// noise still on its way is concealed like any missing frame (webrtc-stats counts it as
+    /// silent concealment).
+    fn silence_heard(&self, k: usize, now: i64) -> bool {
+        let slot = &self.slots[k];
+        slot.silent && slot.arrival.is_some_and(|a| a <= self.local(now))
+    }
+
     /// The timeline has reached slot `k` at `now`: slots before it that it skipped without a
     /// frame or an interpolation are concealed then.
     fn pass(&mut self, k: usize, now: i64, core: &dyn Core) {
         while self.cursor < k {
             if self.state[self.cursor] == State::Open {
-                let silent = self.slots[self.cursor].silent;
-                self.resolve(self.cursor, silent, now, core);
+                let heard = self.silence_heard(self.cursor, now);
+                self.resolve(self.cursor, heard, now, core);
             }
             self.cursor += 1;
         }
@@ -400,8 +408,9 @@ impl<'s> Slots<'s> {
                 || self.slots[self.cursor].silent)
         {
             if self.state[self.cursor] == State::Open {
-                // Comfort noise: the silence plays when the timeline reaches it.
-                self.resolve(self.cursor, true, now, core);
+                // Comfort noise: the silence plays when the timeline reaches it (if it came).
+                let heard = self.silence_heard(self.cursor, now);
+                self.resolve(self.cursor, heard, now, core);
             }
             self.cursor += 1;
         }
@@ -428,7 +437,9 @@ impl<'s> Slots<'s> {
                 self.at[k] = last;
                 let scheduled = self.local(core.scheduled(self.ts[k]));
                 self.target[k] = scheduled - (self.slots[k].send - self.offset);
-                self.state[k] = if self.slots[k].silent {
+                self.state[k] = if self.slots[k].silent
+                    && self.slots[k].arrival.is_some_and(|a| a <= self.at[k])
+                {
                     State::Played
                 } else {
                     State::Concealed

@@ -437,7 +437,10 @@ fn play(stream: &PlayoutStream<'_>, config: &WiresharkConfig) -> (Vec<PlayoutEve
             stats.not_written += 1;
         }
     }
-    (events(slots, &at, &played), stats)
+    (
+        events(slots, &at, &played, config.timing != Timing::Uninterrupted),
+        stats,
+    )
 }
 
 fn slot_of(first: i64, seq: i64, n: usize) -> Option<usize> {
@@ -446,8 +449,10 @@ fn slot_of(first: i64, seq: i64, n: usize) -> Option<usize> {
 
 /// One event per slot: slots the player wrote at their place; the others (lost, reordered,
 /// not decoded) concealed where the timeline had them, after the slot before and no later
-/// than the slot after; comfort noise played as silence.
-fn events(slots: &[Slot], at: &[Nanos], played: &[bool]) -> Vec<PlayoutEvent> {
+/// than the slot after; comfort noise played as silence. In `realtime` timing a frame the
+/// timeline places before it arrived is concealed (the uninterrupted mode lays packets back to
+/// back regardless of when they came, as the offline player does).
+fn events(slots: &[Slot], at: &[Nanos], played: &[bool], realtime: bool) -> Vec<PlayoutEvent> {
     let n = slots.len();
     // The next written slot's time, from the end.
     let mut next_at = vec![Nanos::MAX; n];
@@ -475,7 +480,12 @@ fn events(slots: &[Slot], at: &[Nanos], played: &[bool]) -> Vec<PlayoutEvent> {
             t = s.arrival.unwrap_or(s.send);
         }
         last = Some((t, s.duration));
-        out.push(if (written && played[k]) || (!written && s.silent) {
+        // Comfort noise the player reaches plays as silence, once it has arrived.
+        let silence = !written && s.silent && s.arrival.is_some_and(|a| a <= t);
+        // A frame the timeline places before it arrived (timestamps that went backwards and
+        // were re-based) had not come when its place played.
+        let in_time = !realtime || s.arrival.is_some_and(|a| a <= t);
+        out.push(if (written && played[k] && in_time) || silence {
             PlayoutEvent::Played { seq: s.seq, at: t }
         } else {
             PlayoutEvent::Concealed {
