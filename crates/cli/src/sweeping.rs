@@ -157,6 +157,20 @@ impl Mode {
     }
 }
 
+/// What every stream of `loaded` carries, when it is one kind: the default playout grid then
+/// holds the generic buffers and those made for it.
+pub(crate) fn playout_media(
+    loaded: &[TraceStreams],
+) -> Option<jitterlab_capture::decode::MediaKind> {
+    let kinds: Vec<Option<jitterlab_capture::decode::MediaKind>> = loaded
+        .iter()
+        .flat_map(TraceStreams::media)
+        .map(|m| m.kind)
+        .collect();
+    let first = *kinds.first()?;
+    kinds.iter().all(|k| *k == first).then_some(first).flatten()
+}
+
 /// Runs a playout sweep (every stream of every trace prepared once) with a progress bar.
 pub(crate) fn execute_playout(
     loaded: &[TraceStreams],

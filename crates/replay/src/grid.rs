@@ -319,15 +319,32 @@ pub fn tune_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Result<Grid, E
 /// # Panics
 /// A built-in preset's playout axes do not parse (`default_grid_expands` tests every one).
 pub fn default_playout_grid_for(rate_hz: Option<u32>) -> Grid {
-    playout_grid_of(Registry::builtin(), rate_hz).expect("the built-in presets' playout axes parse")
+    default_playout_grid_of(rate_hz, None)
 }
 
-/// The default playout tuning grid of every preset `registry` knows.
+/// [`default_playout_grid_for`] limited to the generic buffers and those made for `media`
+/// ([`crate::Preset::MEDIA`]): an audio call is not tuned with a video buffer.
+///
+/// # Panics
+/// As [`default_playout_grid_for`].
+pub fn default_playout_grid_of(
+    rate_hz: Option<u32>,
+    media: Option<jitterlab_capture::decode::MediaKind>,
+) -> Grid {
+    playout_grid_of(Registry::builtin(), rate_hz, media)
+        .expect("the built-in presets' playout axes parse")
+}
+
+/// The default playout tuning grid of the presets `registry` knows for `media` (all: `None`).
 ///
 /// # Errors
 /// A preset's axes that do not parse, naming the preset.
-pub fn playout_grid_of(registry: &Registry, rate_hz: Option<u32>) -> Result<Grid, Error> {
-    grid_of(registry.playout_axes(), rate_hz)
+pub fn playout_grid_of(
+    registry: &Registry,
+    rate_hz: Option<u32>,
+    media: Option<jitterlab_capture::decode::MediaKind>,
+) -> Result<Grid, Error> {
+    grid_of(registry.playout_axes(media), rate_hz)
 }
 
 fn grid_of(

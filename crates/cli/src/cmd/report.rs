@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use jitterlab_replay::grid::{default_playout_grid_for, default_tune_grid_for, packet_rate};
+use jitterlab_replay::grid::{default_playout_grid_of, default_tune_grid_for, packet_rate};
 use jitterlab_replay::sweep::Shard;
 use jitterlab_replay::tune::tune;
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams, streams};
 use jitterlab_report::results::{SweepPoints, SweepTable, read_results};
 use jitterlab_report::{ReportInput, play_policies, run_policies, write_full_report};
 
-use crate::sweeping::{Mode, SweepOptions, TuneLimits, execute, execute_playout};
+use crate::sweeping::{Mode, SweepOptions, TuneLimits, execute, execute_playout, playout_media};
 
 /// Arguments of `jitterlab report`.
 #[derive(Debug, clap::Args)]
@@ -153,7 +153,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             let rate = packet_rate([&loaded.decoded]);
             let grid = match mode {
                 Mode::Snapshot => default_tune_grid_for(rate),
-                Mode::Playout => default_playout_grid_for(rate),
+                Mode::Playout => {
+                    default_playout_grid_of(rate, playout_media(std::slice::from_ref(&loaded)))
+                }
             };
             let policies = grid.expand(options.max_configs)?;
             let rows = match mode {

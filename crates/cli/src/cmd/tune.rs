@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use jitterlab_replay::grid::{default_playout_grid_for, default_tune_grid_for, packet_rate};
+use jitterlab_replay::grid::{default_playout_grid_of, default_tune_grid_for, packet_rate};
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Candidate, Constraints, Tuning, tune};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
@@ -13,7 +13,7 @@ use jitterlab_report::{ReportInput, play_policies, run_policies, write_full_repo
 use serde_json::{Value, json};
 
 use crate::sweeping::{
-    Mode, SweepOptions, TuneLimits, execute, execute_playout, load_all, policies,
+    Mode, SweepOptions, TuneLimits, execute, execute_playout, load_all, playout_media, policies,
 };
 
 /// Arguments of `jitterlab tune`.
@@ -77,7 +77,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let rate = packet_rate(loaded.iter().map(|l| &l.decoded));
     let fallback = match mode {
         Mode::Snapshot => default_tune_grid_for(rate),
-        Mode::Playout => default_playout_grid_for(rate),
+        Mode::Playout => default_playout_grid_of(rate, playout_media(&loaded)),
     };
     let policies = policies(&args.options, Some(fallback))?;
     let rows = match mode {

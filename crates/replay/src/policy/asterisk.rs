@@ -146,6 +146,8 @@ fn ms(d: Nanos) -> i64 {
 impl Preset for AsteriskConfig {
     const NAME: &'static str = "asterisk";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str = "jbmaxsize = [\"100ms\", \"200ms\", \"500ms\"]\njbtargetextra = [\"0ms\", \"20ms\", \"40ms\", \"80ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {

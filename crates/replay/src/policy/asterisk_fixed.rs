@@ -113,6 +113,8 @@ fn ms(d: Nanos) -> i64 {
 impl Preset for AsteriskFixedConfig {
     const NAME: &'static str = "asterisk-fixed";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str = "jbmaxsize = [\"20ms\", \"40ms\", \"50ms\", \"60ms\", \"80ms\", \"100ms\", \"120ms\", \"150ms\", \"200ms\", \"300ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {

@@ -153,6 +153,8 @@ fn print_clock(c: &Option<u32>) -> String {
 impl Preset for BaresipConfig {
     const NAME: &'static str = "baresip";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str = "type = [\"fixed\", \"adaptive\"]\nmin = [\"20ms\", \"40ms\", \"60ms\", \"100ms\"]\nmax = [\"200ms\", \"400ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {

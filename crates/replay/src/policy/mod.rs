@@ -120,6 +120,11 @@ pub trait Preset: Clone + fmt::Debug + PartialEq + Default + Send + Sync + 'stat
     /// as the body of a TOML table; empty: the preset is not in that grid.
     const PLAYOUT_AXES: &'static str = "";
 
+    /// The media the preset's buffer is made for, in the default playout grid: `None` for any
+    /// (the generic buffers), audio or video for a media stack's buffer; `tune` sweeps only the
+    /// presets made for what the traces carry.
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> = None;
+
     /// The preset models a media buffer that only plays discrete frames ([`Preset::playout`]):
     /// snapshot replay refuses it with [`Error::PlayoutOnly`], and its [`Preset::engine`] is
     /// never asked for.
@@ -354,6 +359,7 @@ struct Entry {
     tune_axes: &'static str,
     playout_axes: &'static str,
     playout_only: bool,
+    media: Option<jitterlab_capture::decode::MediaKind>,
     parse: ParseFn,
 }
 
@@ -365,6 +371,7 @@ impl Entry {
             tune_axes: P::TUNE_AXES,
             playout_axes: P::PLAYOUT_AXES,
             playout_only: P::PLAYOUT_ONLY,
+            media: P::MEDIA,
             parse: parse_preset::<P>,
         }
     }
@@ -442,11 +449,16 @@ impl Registry {
             .collect()
     }
 
-    /// Each preset in the default playout tuning grid with its axes, in order.
-    pub fn playout_axes(&self) -> Vec<(&'static str, Option<&'static str>, &'static str)> {
+    /// Each preset in the default playout tuning grid for `media` with its axes, in order:
+    /// the generic buffers, and those made for `media` (every one when `media` is `None`).
+    pub fn playout_axes(
+        &self,
+        media: Option<jitterlab_capture::decode::MediaKind>,
+    ) -> Vec<(&'static str, Option<&'static str>, &'static str)> {
         self.entries
             .iter()
             .filter(|e| !e.playout_axes.is_empty())
+            .filter(|e| media.is_none() || e.media.is_none() || e.media == media)
             .map(|e| (e.name, e.rate_key, e.playout_axes))
             .collect()
     }

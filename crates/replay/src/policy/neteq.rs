@@ -43,6 +43,8 @@ impl Default for NetEqConfig {
 impl Preset for NetEqConfig {
     const NAME: &'static str = "neteq";
     const TUNE_AXES: &'static str = "quantile = [0.9, 0.95, 0.99]\n";
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str = "quantile = [0.9, 0.95, 0.97, 0.99]\n";
 
     fn keys() -> &'static [Key<Self>] {

@@ -202,6 +202,8 @@ fn mode(v: &str) -> Result<Mode, String> {
 impl Preset for PjsipConfig {
     const NAME: &'static str = "pjsip";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str = "discard = [\"progressive\", \"static\"]\nprefetch = [0, 2, 4]\nmin_delay = [\"0ms\", \"40ms\", \"80ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {

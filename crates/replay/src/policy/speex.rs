@@ -170,6 +170,8 @@ fn percent(v: &str) -> Result<u32, String> {
 impl Preset for SpeexConfig {
     const NAME: &'static str = "speex";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str =
         "max_late_rate = [1, 2, 4, 8, 15]\nlate_cost = [\"auto\", \"10ms\", \"40ms\"]\n";
 

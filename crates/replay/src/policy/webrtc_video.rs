@@ -98,6 +98,8 @@ fn print_slew(s: &Option<Nanos>) -> String {
 impl Preset for WebRtcVideoConfig {
     const NAME: &'static str = "webrtc-video";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Video);
     const PLAYOUT_AXES: &'static str = "min = [\"0ms\", \"50ms\", \"100ms\", \"150ms\", \"200ms\"]\nrender_delay = [\"0ms\", \"10ms\"]\nslew = [\"off\", \"100ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {

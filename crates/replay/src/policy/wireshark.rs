@@ -159,6 +159,8 @@ impl Default for WiresharkConfig {
 impl Preset for WiresharkConfig {
     const NAME: &'static str = "wireshark";
     const PLAYOUT_ONLY: bool = true;
+    const MEDIA: Option<jitterlab_capture::decode::MediaKind> =
+        Some(jitterlab_capture::decode::MediaKind::Audio);
     const PLAYOUT_AXES: &'static str = "jitter_buffer = [\"20ms\", \"50ms\", \"80ms\", \"100ms\", \"150ms\", \"200ms\", \"300ms\"]\nreference = [\"first\", \"min_transit\"]\n";
 
     fn keys() -> &'static [Key<Self>] {
