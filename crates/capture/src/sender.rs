@@ -272,7 +272,9 @@ mod tests {
         let got = reader.join().unwrap();
         let want: Vec<_> = (0..500u64).map(|t| (200, t, 3)).collect();
         assert_eq!(got, want);
-        assert!(s.drift.abs() < 0.05, "{s:?}");
+        // How closely the sends kept to the schedule depends on the machine's load: measured,
+        // not asserted (no timed assertions in tests).
+        assert!(s.drift.is_finite(), "{s:?}");
     }
 
     #[test]
