@@ -76,8 +76,25 @@ fn late_frames_at_100_ms(path: &Path, media_from_capture: Option<MediaKind>) -> 
     assert!(media.is_video(), "{}: {media:?}", path.display());
     let samples: Vec<_> = decoded.stream_samples(info.id).cloned().collect();
     let clock = ClockMapping::default();
-    let offset = clock.offset(&samples);
-    let stream = PlayoutStream::new(info.id, &samples, media, offset);
+    // The clock mapping's offset is taken over the frames (a frame's transit runs to its last
+    // packet): the least send − arrival of any complete frame, worked out from the packets.
+    let stream = PlayoutStream::with_clock(info.id, &samples, media, clock);
+    let offset = stream.offset;
+    let fastest_frame = {
+        let mut by_ts: std::collections::BTreeMap<i64, Nanos> = std::collections::BTreeMap::new();
+        for p in &samples {
+            let last = by_ts.entry(p.rtp_timestamp).or_insert(p.arrival);
+            *last = (*last).max(p.arrival);
+        }
+        by_ts
+            .iter()
+            .map(|(&ts, &arrival)| Nanos(ts * 1_000_000_000 / 90_000) - arrival)
+            .max()
+    };
+    assert!(
+        fastest_frame.is_some_and(|f| (f - offset).as_nanos().abs() < 1_000_000),
+        "offset {offset:?} against the fastest frame {fastest_frame:?}"
+    );
     let policy: Policy = "fixed:delay=100ms".parse().unwrap();
     let run = policy.playout(&stream).unwrap();
     assert_eq!(run.targets, Targets::Constant(Nanos::from_millis(100)));
