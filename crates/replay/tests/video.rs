@@ -81,7 +81,7 @@ fn late_frames_at_100_ms(path: &Path, media_from_capture: Option<MediaKind>) -> 
     let stream = PlayoutStream::with_clock(info.id, &samples, media, clock);
     let offset = stream.offset;
     let fastest_frame = {
-        let mut by_ts: std::collections::BTreeMap<i64, Nanos> = std::collections::BTreeMap::new();
+        let mut by_ts: BTreeMap<i64, Nanos> = BTreeMap::new();
         for p in &samples {
             let last = by_ts.entry(p.rtp_timestamp).or_insert(p.arrival);
             *last = (*last).max(p.arrival);

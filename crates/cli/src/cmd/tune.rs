@@ -131,15 +131,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             Mode::Snapshot => SweepPoints::new(&policies, &t, rows.len()),
             Mode::Playout => SweepPoints::playout(&policies, &t, rows.len()),
         };
+        let why = match mode {
+            Mode::Snapshot => constraints.rule(policies.len()),
+            Mode::Playout => constraints.playout_rule(policies.len()),
+        };
         write_tune_report(
             dir,
-            &t,
-            &policies,
+            (&t, &policies),
             &loaded,
             &args.options,
             &points,
-            &constraints,
-            mode,
+            (mode, &why),
         )?;
         eprintln!("report written to {}/", dir.display());
     }
@@ -293,15 +295,14 @@ fn print_text(
     Ok(())
 }
 
+/// The report of `tune --report`: the tuning of `policies`, its rule in words (`why`).
 fn write_tune_report(
     dir: &std::path::Path,
-    t: &Tuning,
-    policies: &[Policy],
+    (t, policies): (&Tuning, &[Policy]),
     loaded: &[TraceStreams],
     o: &SweepOptions,
     points: &SweepPoints,
-    c: &Constraints,
-    mode: Mode,
+    (mode, why): (Mode, &str),
 ) -> Result<()> {
     let Some(first) = loaded.first() else {
         return Ok(());
@@ -336,10 +337,6 @@ fn write_tune_report(
         }
     };
     let rec = t.recommendation.map(|r| policies[r].to_string());
-    let why = match mode {
-        Mode::Snapshot => c.rule(policies.len()),
-        Mode::Playout => c.playout_rule(policies.len()),
-    };
     let title = format!("jitterlab tune: {}", first.name);
     write_full_report(
         dir,
@@ -349,7 +346,7 @@ fn write_tune_report(
             stream,
             runs: &runs,
             sweep: Some(points),
-            recommendation: rec.as_deref().map(|p| (p, why.as_str())),
+            recommendation: rec.as_deref().map(|p| (p, why)),
         },
     )
     .with_context(|| format!("cannot write the report into {}", dir.display()))?;
