@@ -5,6 +5,7 @@
 //! - `commands`: info, replay, timeline and demo outputs.
 //! - `discover`: layouts proposed for unknown protocols.
 //! - `games`: real game and voice captures classified per flow, against tshark.
+//! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 
 mod bad_input;
@@ -12,6 +13,7 @@ mod commands;
 mod contracts;
 mod discover;
 mod games;
+mod gstreamer;
 mod live;
 mod peers;
 mod raknet;

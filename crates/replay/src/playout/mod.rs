@@ -215,6 +215,8 @@ pub enum Targets {
 pub enum PlayoutDetail {
     /// NetEq's operations and rates.
     NetEq(crate::decision::NetEqStats),
+    /// GStreamer `rtpjitterbuffer`'s `stats` and what else its model counted.
+    GStreamer(crate::gstreamer::Stats),
 }
 
 impl PlayoutDetail {
@@ -222,6 +224,7 @@ impl PlayoutDetail {
     pub fn key(&self) -> &'static str {
         match self {
             Self::NetEq(_) => "neteq",
+            Self::GStreamer(_) => "gstreamer",
         }
     }
 
@@ -239,6 +242,18 @@ impl PlayoutDetail {
                 n.discarded,
                 n.mean_target_ms,
                 n.mean_waiting_ms
+            ),
+            Self::GStreamer(g) => format!(
+                "rtpjitterbuffer pushed {}, lost {}, late {}, duplicates {}; {} pushed after \
+                 PTS + latency; {} dropped on latency, {} resets; avg jitter {:.3} ms",
+                g.num_pushed,
+                g.num_lost,
+                g.num_late,
+                g.num_duplicates,
+                g.late_for_sink,
+                g.dropped_on_latency,
+                g.resets,
+                g.avg_jitter_ms
             ),
         }
     }

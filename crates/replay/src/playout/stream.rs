@@ -114,6 +114,8 @@ pub struct PlayoutStream<'a> {
     pub offset: Nanos,
     units: Cow<'a, [Sample]>,
     slots: Vec<Slot>,
+    packets: &'a [Sample],
+    packet_slots: Vec<Option<i64>>,
     /// What was set aside or repaired.
     pub prepared: Prepared,
     /// Video: how frames were assembled.
@@ -125,13 +127,15 @@ impl<'a> PlayoutStream<'a> {
     /// sender time.
     pub fn new(id: u32, samples: &'a [Sample], media: Media, offset: Nanos) -> Self {
         let mut prepared = Prepared::default();
-        let (units, frames) = if media.is_video() {
+        let (units, frames, packet_slots) = if media.is_video() {
             let assembly = crate::video::assemble(samples);
-            (Cow::Owned(assembly.frames.clone()), Some(assembly))
+            let slots = frame_of_packets(samples);
+            (Cow::Owned(assembly.frames.clone()), Some(assembly), slots)
         } else if media.kind.is_some() {
-            (clean_media(samples, &media, &mut prepared), None)
+            let (units, slots) = clean_media(samples, &media, &mut prepared);
+            (units, None, slots)
         } else {
-            (Cow::Borrowed(samples), None)
+            (Cow::Borrowed(samples), None, samples.iter().map(|s| Some(s.seq)).collect())
         };
         let units = rebase(units, &mut prepared);
         let slots = slots_of(&units, &media, &mut prepared);
@@ -141,6 +145,8 @@ impl<'a> PlayoutStream<'a> {
             offset,
             units,
             slots,
+            packets: samples,
+            packet_slots,
             prepared,
             frames,
         }
@@ -159,6 +165,20 @@ impl<'a> PlayoutStream<'a> {
     /// Every slot from the lowest to the highest sequence number, in order.
     pub fn slots(&self) -> &[Slot] {
         &self.slots
+    }
+
+    /// The stream's packets as they arrived (in arrival order, before anything was set aside,
+    /// renumbered or assembled): what a packet-level model such as GStreamer's
+    /// `rtpjitterbuffer` is fed.
+    pub fn packets(&self) -> &'a [Sample] {
+        self.packets
+    }
+
+    /// For each of [`PlayoutStream::packets`], the sequence number of the slot it plays in
+    /// (its renumbered unit, or its video frame's index); `None` for a packet set aside (DTMF,
+    /// another clock).
+    pub fn packet_slots(&self) -> &[Option<i64>] {
+        &self.packet_slots
     }
 
     /// Whether nothing plays.
@@ -193,7 +213,7 @@ fn clean_media<'a>(
     samples: &'a [Sample],
     media: &Media,
     prepared: &mut Prepared,
-) -> Cow<'a, [Sample]> {
+) -> (Cow<'a, [Sample]>, Vec<Option<i64>>) {
     let main = media.payload_type;
     let main_clock = samples
         .iter()
@@ -230,23 +250,47 @@ fn clean_media<'a>(
         }
     }
     if dropped.is_empty() {
-        return Cow::Borrowed(samples);
+        return (Cow::Borrowed(samples), samples.iter().map(|s| Some(s.seq)).collect());
     }
     dropped.sort_unstable();
     dropped.dedup();
-    Cow::Owned(
-        samples
-            .iter()
-            .filter(|s| keep(s).is_ok())
-            .map(|s| {
-                let below = dropped.partition_point(|&d| d < s.seq) as i64;
-                Sample {
-                    seq: s.seq - below,
-                    ..s.clone()
-                }
-            })
-            .collect(),
-    )
+    let renumber = |s: &Sample| s.seq - dropped.partition_point(|&d| d < s.seq) as i64;
+    let slots = samples
+        .iter()
+        .map(|s| keep(s).is_ok().then(|| renumber(s)))
+        .collect();
+    let units = samples
+        .iter()
+        .filter(|s| keep(s).is_ok())
+        .map(|s| Sample {
+            seq: renumber(s),
+            ..s.clone()
+        })
+        .collect();
+    (Cow::Owned(units), slots)
+}
+
+/// Each video packet's frame index, as [`crate::video::assemble`] numbers frames: packets in
+/// sequence order (duplicates with their first copy) grouped by RTP timestamp.
+fn frame_of_packets(packets: &[Sample]) -> Vec<Option<i64>> {
+    let mut order: Vec<usize> = (0..packets.len()).collect();
+    order.sort_by_key(|&i| (packets[i].seq, packets[i].arrival));
+    let mut out = vec![None; packets.len()];
+    let mut index = -1i64;
+    let mut prev: Option<&Sample> = None;
+    for &i in &order {
+        let p = &packets[i];
+        match prev {
+            Some(q) if q.seq == p.seq => {}
+            Some(q) if q.rtp_timestamp == p.rtp_timestamp => prev = Some(p),
+            _ => {
+                index += 1;
+                prev = Some(p);
+            }
+        }
+        out[i] = Some(index);
+    }
+    out
 }
 
 /// Re-bases timestamps that go backwards, or jump further ahead than the arrivals and the

@@ -58,6 +58,7 @@ presets! {
     mirror: MirrorConfig,
     neteq: NetEqConfig,
     ngo: NgoConfig,
+    gstreamer: GStreamerConfig,
 }
 
 /// How a preset chooses its playout delay, when it runs on jitterlab's snapshot buffer or its

@@ -1,0 +1,331 @@
+//! The `gstreamer` preset against the real GStreamer `rtpjitterbuffer`, on every audio stream
+//! of the shared captures at latencies 20, 60 and 200 ms.
+//!
+//! The peer is `shared/tools/gst_jitterbuffer.py`: GStreamer's own element in a GstHarness on a
+//! GstTestClock driven by the capture's arrival times. For each (stream, latency) it is run
+//! once; the element's `num-pushed`, `num-lost`, `num-late` and `num-duplicates` must equal the
+//! model's, and every pushed buffer (in push order) must have the same sequence number and an
+//! output PTS and leave time within 1 ms of the model's. It skips (with a message) when
+//! Python's `gi` with GStreamer and GstCheck is missing, and fails then under
+//! `JITTERLAB_REQUIRE_PEERS`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use jitterlab_capture::decode::Collector;
+use jitterlab_capture::pcap::{self, CaptureSummary};
+use jitterlab_capture::testdata::shared_data;
+use jitterlab_capture::{Decoded, Nanos, StreamInfo, sdp};
+use jitterlab_replay::gstreamer::Stats;
+use jitterlab_replay::playout::PlayoutDetail;
+use jitterlab_replay::streams::views;
+use jitterlab_replay::{Media, Policy, PlayoutStream};
+use serde_json::Value;
+
+use crate::util::json;
+
+const PYTHON: &str = "/usr/bin/python3";
+const LATENCIES: [u32; 3] = [20, 60, 200];
+/// 1 ms, the agreement asked of every PTS and leave time.
+const TOLERANCE: i64 = 1_000_000;
+
+/// Whether Debian's Python can run the peer (gi with Gst, GstCheck and rtpjitterbuffer).
+fn have_peer(tool: &Path) -> bool {
+    let probe = "import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstCheck', '1.0'); \
+                 from gi.repository import Gst, GstCheck; Gst.init(None); \
+                 assert Gst.ElementFactory.find('rtpjitterbuffer')";
+    let ok = tool.is_file()
+        && Command::new(PYTHON)
+            .args(["-c", probe])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+            "JITTERLAB_REQUIRE_PEERS is set but {PYTHON} cannot run {} (apt-get install \
+             python3-gi gir1.2-gstreamer-1.0 gstreamer1.0-plugins-good)",
+            tool.display()
+        );
+        eprintln!(
+            "skipped: {PYTHON} with gi, GStreamer's GstCheck and rtpjitterbuffer is needed for {}",
+            tool.display()
+        );
+    }
+    ok
+}
+
+/// Decodes a capture as `jitterlab` does (SDP in SIP packets gives dynamic payload types
+/// their clock rates).
+fn decode(path: &Path) -> Decoded {
+    let header = pcap::header_for("", &CaptureSummary::default(), "auto");
+    let mut collector = Collector::new(&header, None).expect("the default decoder");
+    let file = File::open(path).expect("the capture opens");
+    pcap::read_capture(file, None, |rec| {
+        if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
+            collector.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
+        }
+        collector.push(&rec);
+        Ok(())
+    })
+    .expect("the capture reads");
+    collector.finish()
+}
+
+/// The captures the test covers: `pcap/*.pcap` and `pcap/withsdp/*.pcapng`.
+fn captures(data: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (dir, ext) in [("pcap", "pcap"), ("pcap/withsdp", "pcapng")] {
+        let dir = data.join(dir);
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{} cannot be read: {e}", dir.display()));
+        for e in entries {
+            let p = e.expect("a directory entry").path();
+            if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// An endpoint as the peer's --src/--dst take it (the IP only for IPv4: the peer spells
+/// IPv6 addresses uncompressed).
+fn endpoint(e: std::net::SocketAddr) -> String {
+    match e {
+        std::net::SocketAddr::V4(a) => a.to_string(),
+        std::net::SocketAddr::V6(a) => format!("*:{}", a.port()),
+    }
+}
+
+/// One audio stream of one capture.
+struct Case {
+    file: PathBuf,
+    decoded: usize,
+    info: StreamInfo,
+    latency: u32,
+}
+
+/// What one comparison found.
+#[derive(Default)]
+struct Outcome {
+    packets: usize,
+    matched: usize,
+    problems: Vec<String>,
+}
+
+fn run_peer(case: &Case, tool: &Path) -> Value {
+    let info = &case.info;
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(tool)
+        .arg(&case.file)
+        .arg("--ssrc")
+        .arg(format!("0x{:08X}", info.ssrc.expect("an RTP stream")))
+        .arg("--latency")
+        .arg(case.latency.to_string())
+        .arg("--clock-rate")
+        .arg(info.clock_rate.expect("a clock rate").to_string());
+    if let (Some(src), Some(dst)) = (info.src, info.dst) {
+        cmd.arg("--src").arg(endpoint(src.0));
+        cmd.arg("--dst").arg(endpoint(dst.0));
+    }
+    let out = cmd.output().expect("the peer starts");
+    assert!(
+        out.status.success(),
+        "gst_jitterbuffer.py on {} failed: {}",
+        case.file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the peer prints JSON")
+}
+
+fn stats_of(detail: Option<&PlayoutDetail>) -> &Stats {
+    match detail {
+        Some(PlayoutDetail::GStreamer(s)) => s,
+        other => panic!("the gstreamer preset gave no rtpjitterbuffer stats: {other:?}"),
+    }
+}
+
+fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
+    let name = format!(
+        "{} ssrc 0x{:08X} latency {} ms",
+        case.file.file_name().unwrap_or_default().to_string_lossy(),
+        case.info.ssrc.unwrap_or(0),
+        case.latency
+    );
+    let view = views(decoded, Some(case.info.id))
+        .next()
+        .expect("the stream")
+        .expect("the stream replays");
+    let stream = PlayoutStream::new(case.info.id, &view.samples, Media::of(&case.info), Nanos::ZERO);
+    let policy: Policy = format!("gstreamer:latency={}ms", case.latency)
+        .parse()
+        .expect("the policy parses");
+    let run = policy.playout(&stream).expect("gstreamer plays frames");
+    let stats = stats_of(run.detail.as_ref());
+    let mut out = Outcome {
+        packets: peer["pushed"].as_u64().unwrap_or(0) as usize,
+        ..Outcome::default()
+    };
+    let st = &peer["stats"];
+    for (key, ours) in [
+        ("num-pushed", stats.num_pushed),
+        ("num-lost", stats.num_lost),
+        ("num-late", stats.num_late),
+        ("num-duplicates", stats.num_duplicates),
+    ] {
+        if st[key].as_u64() != Some(ours) {
+            out.problems
+                .push(format!("{name}: {key} {} (element) vs {ours} (model)", st[key]));
+        }
+    }
+    if peer["packets_in"].as_u64() != Some(stream.packets().len() as u64) {
+        out.problems.push(format!(
+            "{name}: the element was fed {} packets, the model {}",
+            peer["packets_in"],
+            stream.packets().len()
+        ));
+    }
+    let t0 = stream.packets().first().map_or(Nanos::ZERO, |s| s.arrival);
+    let theirs = peer["outputs"].as_array().cloned().unwrap_or_default();
+    let mut first_bad: Option<String> = None;
+    for (i, p) in theirs.iter().enumerate() {
+        let Some(o) = stats.outputs.get(i) else { break };
+        let seq = stream.packets()[o.packet as usize].seq as u16;
+        let pts = (o.pts - t0).as_nanos();
+        let leave = (o.leave - t0).as_nanos();
+        let ok = p["seq"].as_u64() == Some(u64::from(seq))
+            && p["pts_ns"]
+                .as_i64()
+                .is_some_and(|t| (t - pts).abs() <= TOLERANCE)
+            && p["leave_ns"]
+                .as_i64()
+                .is_some_and(|t| (t - leave).abs() <= TOLERANCE);
+        if ok {
+            out.matched += 1;
+        } else if first_bad.is_none() {
+            first_bad = Some(format!(
+                "{name}: output {i}: element seq {} pts {} leave {}, model seq {seq} pts {pts} \
+                 leave {leave} (ns from the first arrival)",
+                p["seq"], p["pts_ns"], p["leave_ns"]
+            ));
+        }
+    }
+    if theirs.len() != stats.outputs.len() {
+        out.problems.push(format!(
+            "{name}: {} buffers pushed by the element, {} by the model",
+            theirs.len(),
+            stats.outputs.len()
+        ));
+    }
+    if let Some(bad) = first_bad {
+        out.problems.push(format!(
+            "{bad}; {} of {} within 1 ms",
+            out.matched,
+            theirs.len()
+        ));
+    }
+    eprintln!(
+        "{name}: {} of {} buffers within 1 ms; pushed {} lost {} late {} duplicates {}",
+        out.matched,
+        theirs.len(),
+        stats.num_pushed,
+        stats.num_lost,
+        stats.num_late,
+        stats.num_duplicates
+    );
+    out
+}
+
+#[test]
+fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream() {
+    let Some(data) = shared_data() else { return };
+    let tool = data.join("../tools/gst_jitterbuffer.py");
+    if !have_peer(&tool) {
+        return;
+    }
+    let files = captures(&data);
+    let decoded: Vec<Decoded> = files.iter().map(|f| decode(f)).collect();
+    let mut cases = Vec::new();
+    for (k, (file, d)) in files.iter().zip(&decoded).enumerate() {
+        for info in &d.streams {
+            let media = Media::of(info);
+            if !media.is_audio() || info.clock_rate.is_none() {
+                continue;
+            }
+            for latency in LATENCIES {
+                cases.push(Case {
+                    file: file.clone(),
+                    decoded: k,
+                    info: info.clone(),
+                    latency,
+                });
+            }
+        }
+    }
+    assert!(
+        cases.len() >= 3 * 20,
+        "expected the shared captures' 20-odd audio streams, found {}",
+        cases.len() / 3
+    );
+    // The peer once per case, two at a time.
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().expect("the work counter");
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some(case) = cases.get(i) else { break };
+                    let peer = run_peer(case, &tool);
+                    let outcome = compare(case, &decoded[case.decoded], &peer);
+                    results.lock().expect("the results").push((i, outcome));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("the results");
+    results.sort_by_key(|r| r.0);
+    let packets: usize = results.iter().map(|r| r.1.packets).sum();
+    let matched: usize = results.iter().map(|r| r.1.matched).sum();
+    let problems: Vec<&String> = results.iter().flat_map(|r| &r.1.problems).collect();
+    eprintln!(
+        "{} streams x {} latencies: {matched} of {packets} buffers within 1 ms of the element",
+        cases.len() / LATENCIES.len(),
+        LATENCIES.len()
+    );
+    assert!(
+        problems.is_empty(),
+        "{} disagreement(s):\n{}",
+        problems.len(),
+        problems
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // The command line reports the same counters under "gstreamer".
+    let case = &cases[0];
+    let cli = json(&[
+        "replay".as_ref(),
+        case.file.as_os_str(),
+        "--playout".as_ref(),
+        "--policy".as_ref(),
+        format!("gstreamer:latency={}ms", case.latency).as_ref(),
+        "--stream".as_ref(),
+        case.info.id.to_string().as_ref(),
+        "--json".as_ref(),
+    ]);
+    let g = &cli["streams"][0]["gstreamer"];
+    let peer = run_peer(case, &tool);
+    assert_eq!(g["num_pushed"], peer["stats"]["num-pushed"], "{cli}");
+    assert_eq!(g["num_lost"], peer["stats"]["num-lost"], "{cli}");
+    assert_eq!(g["num_late"], peer["stats"]["num-late"], "{cli}");
+}

@@ -1,0 +1,263 @@
+//! `gstreamer`: GStreamer's `rtpjitterbuffer` (GStreamer 1.22.0,
+//! `subprojects/gst-plugins-good/gst/rtpmanager/gstrtpjitterbuffer.c` and `rtpjitterbuffer.c`)
+//! as a media-buffer preset; the element's model is in [`crate::gstreamer`].
+//!
+//! The element is fed the stream's packets as they arrived (every payload type of the SSRC,
+//! DTMF included, as `rtpbin` feeds it; the stream's clock rate for all of them) with their
+//! arrival times as DTS, on a clock whose running time starts at the stream's first packet.
+//! Each slot plays when a clock-synchronised sink would play it: at its output PTS + latency.
+//! A slot whose packet left the element after that, or never left (dropped as late, as a
+//! duplicate, on latency, by a reset), is concealed as late; a slot that never arrived is
+//! concealed as lost, at the time the neighbouring PTS put it. A video frame plays when every
+//! packet of it left in time.
+//!
+//! Keys and defaults (the element's properties): `latency=200ms` (whole milliseconds, as the
+//! property), `drop_on_latency=false`, `do_lost=false`, `mode=slave` (or `none`, `synced`),
+//! `ts_offset=0ms`, `max_dropout_time=60000ms`, `max_misorder_time=2000ms`,
+//! `faststart_min_packets=0`.
+//!
+//! Departures: retransmission and `buffer` mode are not modelled (see [`crate::gstreamer`]);
+//! streams without an RTP clock rate (not RTP) are fed RTP timestamps made from their send
+//! times at 90 kHz.
+
+use std::sync::OnceLock;
+
+use jitterlab_capture::Nanos;
+use jitterlab_capture::spec::format_duration;
+
+use super::keys::{boolean, key, print};
+use super::{DelayModel, Key, Preset};
+use crate::gstreamer::{Config, Mode, simulate};
+use crate::playout::{PlayoutDetail, PlayoutEvent, PlayoutRun, PlayoutStream, Targets};
+
+/// GStreamer's `rtpjitterbuffer` with the properties the model honours.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GStreamerConfig {
+    /// The element's properties.
+    pub element: Config,
+}
+
+/// A duration in whole milliseconds, from 0 to `u32::MAX` ms.
+fn whole_ms(v: &str) -> Result<u32, String> {
+    let d = jitterlab_capture::time::parse_duration(v)?;
+    let ns = d.as_nanos();
+    if ns < 0 || ns % 1_000_000 != 0 {
+        return Err(format!(
+            "'{v}' is not a whole number of milliseconds ≥ 0ms (the property is in ms)"
+        ));
+    }
+    u32::try_from(ns / 1_000_000).map_err(|_| format!("'{v}' is out of range (allowed: 0ms to 4294967295ms)"))
+}
+
+fn print_ms(ms: &u32) -> String {
+    format!("{ms}ms")
+}
+
+/// A signed duration of at most ±1 hour.
+fn signed_duration(v: &str) -> Result<i64, String> {
+    let d = jitterlab_capture::time::parse_duration(v)?;
+    if d.as_nanos().unsigned_abs() > 3_600_000_000_000 {
+        return Err(format!("'{v}' is out of range (allowed: -1h to 1h)"));
+    }
+    Ok(d.as_nanos())
+}
+
+fn print_signed(ns: &i64) -> String {
+    if *ns < 0 {
+        format!("-{}", format_duration(Nanos(-*ns)))
+    } else {
+        format_duration(Nanos(*ns))
+    }
+}
+
+fn packets(v: &str) -> Result<u32, String> {
+    v.parse::<u32>()
+        .map_err(|_| format!("'{v}' is not a packet count (allowed: 0 to 4294967295)"))
+}
+
+impl Preset for GStreamerConfig {
+    const NAME: &'static str = "gstreamer";
+    const PLAYOUT_ONLY: bool = true;
+    const PLAYOUT_AXES: &'static str = "latency = [\"20ms\", \"40ms\", \"60ms\", \"100ms\", \
+        \"150ms\", \"200ms\", \"300ms\", \"400ms\"]\ndrop_on_latency = [false, true]\n";
+
+    fn keys() -> &'static [Key<Self>] {
+        static KEYS: OnceLock<Vec<Key<GStreamerConfig>>> = OnceLock::new();
+        KEYS.get_or_init(|| {
+            vec![
+                key!(Self, "latency", |c| c.element.latency_ms, print_ms, whole_ms),
+                key!(Self, "drop_on_latency", |c| c.element.drop_on_latency, print, boolean),
+                key!(Self, "do_lost", |c| c.element.do_lost, print, boolean),
+                key!(Self, "mode", |c| c.element.mode, print, |v: &str| v.parse::<Mode>()),
+                key!(Self, "ts_offset", |c| c.element.ts_offset, print_signed, signed_duration),
+                key!(Self, "max_dropout_time", |c| c.element.max_dropout_time, print_ms, whole_ms),
+                key!(Self, "max_misorder_time", |c| c.element.max_misorder_time, print_ms, whole_ms),
+                key!(
+                    Self,
+                    "faststart_min_packets",
+                    |c| c.element.faststart_min_packets,
+                    print,
+                    packets
+                ),
+            ]
+        })
+    }
+
+    fn max_delay(&self) -> Nanos {
+        self.latency() + Nanos(self.element.ts_offset.max(0))
+    }
+
+    fn delay_model(&self) -> DelayModel {
+        DelayModel::Own
+    }
+
+    fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
+        Some(play(self, stream))
+    }
+}
+
+impl GStreamerConfig {
+    /// The `latency` property as a duration.
+    pub fn latency(&self) -> Nanos {
+        Nanos::from_millis(i64::from(self.element.latency_ms))
+    }
+}
+
+/// A slot's outcome while the packets' are gathered.
+const SEEN: u8 = 1;
+/// A packet of it left in time.
+const IN_TIME: u8 = 2;
+/// A packet of it left late, or never left.
+const FAILED: u8 = 4;
+
+/// Runs the element over the stream and turns what it pushed into one event per slot.
+fn play(config: &GStreamerConfig, stream: &PlayoutStream<'_>) -> PlayoutRun {
+    let latency = config.latency();
+    let packets = stream.packets();
+    let clock_rate = if stream.media.kind.is_some() {
+        stream.media.clock_rate
+    } else {
+        None
+    };
+    let sim = simulate(&config.element, packets, clock_rate);
+    let slots = stream.slots();
+    let mut run = PlayoutRun {
+        targets: Targets::Constant(latency),
+        ..PlayoutRun::default()
+    };
+    if let Some(first) = slots.first() {
+        let lo = first.seq;
+        let n = slots.len();
+        let mut state = vec![0u8; n];
+        let mut at: Vec<Option<Nanos>> = vec![None; n];
+        let slot_of = stream.packet_slots();
+        let index = |p: usize| -> Option<usize> {
+            let k = slot_of.get(p).copied().flatten()? - lo;
+            usize::try_from(k).ok().filter(|&k| k < n)
+        };
+        // Which packets left in time; a sequence number counts as in time when any copy of it
+        // did (copies of one packet share its outcome).
+        let mut in_time = vec![false; packets.len()];
+        for o in &sim.stats.outputs {
+            let p = o.packet as usize;
+            in_time[p] = o.leave <= o.pts + latency;
+            if let Some(k) = index(p) {
+                let play = o.pts + latency;
+                at[k] = Some(at[k].map_or(play, |a| a.max(play)));
+            }
+        }
+        let by_seq = SeqTable::new(packets, &in_time);
+        for p in 0..packets.len() {
+            let Some(k) = index(p) else { continue };
+            state[k] |= SEEN;
+            let ok = match &by_seq {
+                Some(t) => t.in_time(packets[p].seq),
+                None => in_time[p],
+            };
+            state[k] |= if ok { IN_TIME } else { FAILED };
+        }
+        fill_times(&mut at, slots, packets.first().map(|s| s.arrival), latency);
+        run.events = slots
+            .iter()
+            .zip(state.iter().zip(&at))
+            .map(|(slot, (&st, at))| {
+                let at = at.unwrap_or(slot.send - stream.offset + latency);
+                let arrived = slot.arrival.is_some();
+                if arrived && st & SEEN != 0 && st & FAILED == 0 {
+                    PlayoutEvent::Played { seq: slot.seq, at }
+                } else {
+                    PlayoutEvent::Concealed {
+                        seq: slot.seq,
+                        at,
+                        arrived_late: arrived,
+                    }
+                }
+            })
+            .collect();
+    }
+    run.detail = Some(PlayoutDetail::GStreamer(sim.stats));
+    run
+}
+
+/// Which (extended) sequence numbers had a copy that left in time.
+struct SeqTable {
+    lo: i64,
+    ok: Vec<bool>,
+}
+
+impl SeqTable {
+    /// `None` when the numbers spread over more than 16 times the packets (then each packet
+    /// counts alone).
+    fn new(packets: &[jitterlab_capture::Sample], in_time: &[bool]) -> Option<Self> {
+        let lo = packets.iter().map(|s| s.seq).min()?;
+        let hi = packets.iter().map(|s| s.seq).max()?;
+        let span = usize::try_from(hi - lo).ok()?.checked_add(1)?;
+        if span > 16 * packets.len() + 65_536 {
+            return None;
+        }
+        let mut ok = vec![false; span];
+        for (s, &t) in packets.iter().zip(in_time) {
+            if t {
+                ok[(s.seq - lo) as usize] = true;
+            }
+        }
+        Some(Self { lo, ok })
+    }
+
+    fn in_time(&self, seq: i64) -> bool {
+        usize::try_from(seq - self.lo)
+            .ok()
+            .and_then(|k| self.ok.get(k).copied())
+            .unwrap_or(false)
+    }
+}
+
+/// Gives slots no packet of which was pushed the play time their neighbours' PTS imply: the
+/// nearest earlier pushed slot's PTS offset from its send time (or the nearest later one's),
+/// or, with none pushed at all, the first arrival + latency.
+fn fill_times(
+    at: &mut [Option<Nanos>],
+    slots: &[crate::playout::Slot],
+    first_arrival: Option<Nanos>,
+    latency: Nanos,
+) {
+    let mut offset: Option<Nanos> = at
+        .iter()
+        .zip(slots)
+        .find_map(|(a, s)| a.map(|a| a - s.send));
+    if offset.is_none() {
+        if let (Some(arrival), Some(s)) = (first_arrival, slots.first()) {
+            offset = Some(arrival + latency - s.send);
+        }
+    }
+    let Some(mut offset) = offset else { return };
+    for (a, s) in at.iter_mut().zip(slots) {
+        match a {
+            Some(t) => offset = *t - s.send,
+            None => *a = Some(s.send + offset),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
