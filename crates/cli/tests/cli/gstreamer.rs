@@ -27,7 +27,9 @@ use serde_json::Value;
 use crate::util::json;
 
 const PYTHON: &str = "/usr/bin/python3";
-const LATENCIES: [u32; 3] = [20, 60, 200];
+/// Configurations compared: the three latencies with the defaults, and `drop-on-latency` at
+/// the two shortest (where it drops).
+const CONFIGS: [(u32, bool); 5] = [(20, false), (60, false), (200, false), (20, true), (60, true)];
 /// 1 ms, the agreement asked of every PTS and leave time.
 const TOLERANCE: i64 = 1_000_000;
 
@@ -106,6 +108,16 @@ struct Case {
     decoded: usize,
     info: StreamInfo,
     latency: u32,
+    drop_on_latency: bool,
+}
+
+impl Case {
+    fn policy(&self) -> String {
+        format!(
+            "gstreamer:latency={}ms,drop_on_latency={}",
+            self.latency, self.drop_on_latency
+        )
+    }
 }
 
 /// What one comparison found.
@@ -113,6 +125,8 @@ struct Case {
 struct Outcome {
     packets: usize,
     matched: usize,
+    /// The largest PTS or leave-time difference among matched buffers, ns.
+    max_dev: i64,
     problems: Vec<String>,
 }
 
@@ -127,6 +141,9 @@ fn run_peer(case: &Case, tool: &Path) -> Value {
         .arg(case.latency.to_string())
         .arg("--clock-rate")
         .arg(info.clock_rate.expect("a clock rate").to_string());
+    if case.drop_on_latency {
+        cmd.arg("--drop-on-latency");
+    }
     if let (Some(src), Some(dst)) = (info.src, info.dst) {
         cmd.arg("--src").arg(endpoint(src.0));
         cmd.arg("--dst").arg(endpoint(dst.0));
@@ -150,19 +167,22 @@ fn stats_of(detail: Option<&PlayoutDetail>) -> &Stats {
 
 fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
     let name = format!(
-        "{} ssrc 0x{:08X} latency {} ms",
+        "{} ssrc 0x{:08X} latency {} ms{}",
         case.file.file_name().unwrap_or_default().to_string_lossy(),
         case.info.ssrc.unwrap_or(0),
-        case.latency
+        case.latency,
+        if case.drop_on_latency {
+            " drop-on-latency"
+        } else {
+            ""
+        }
     );
     let view = views(decoded, Some(case.info.id))
         .next()
         .expect("the stream")
         .expect("the stream replays");
     let stream = PlayoutStream::new(case.info.id, &view.samples, Media::of(&case.info), Nanos::ZERO);
-    let policy: Policy = format!("gstreamer:latency={}ms", case.latency)
-        .parse()
-        .expect("the policy parses");
+    let policy: Policy = case.policy().parse().expect("the policy parses");
     let run = policy.playout(&stream).expect("gstreamer plays frames");
     let stats = stats_of(run.detail.as_ref());
     let mut out = Outcome {
@@ -179,6 +199,15 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
         if st[key].as_u64() != Some(ours) {
             out.problems
                 .push(format!("{name}: {key} {} (element) vs {ours} (model)", st[key]));
+        }
+    }
+    for (key, ours) in [
+        ("dropped_on_latency", stats.dropped_on_latency),
+        ("late_for_sink", stats.late_for_sink),
+    ] {
+        if peer[key].as_u64() != Some(ours) {
+            out.problems
+                .push(format!("{name}: {key} {} (element) vs {ours} (model)", peer[key]));
         }
     }
     if peer["packets_in"].as_u64() != Some(stream.packets().len() as u64) {
@@ -205,6 +234,13 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
                 .is_some_and(|t| (t - leave).abs() <= TOLERANCE);
         if ok {
             out.matched += 1;
+            let dev = [p["pts_ns"].as_i64(), p["leave_ns"].as_i64()]
+                .into_iter()
+                .zip([pts, leave])
+                .filter_map(|(t, m)| Some((t? - m).abs()))
+                .max()
+                .unwrap_or(0);
+            out.max_dev = out.max_dev.max(dev);
         } else if first_bad.is_none() {
             first_bad = Some(format!(
                 "{name}: output {i}: element seq {} pts {} leave {}, model seq {seq} pts {pts} \
@@ -228,9 +264,11 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
         ));
     }
     eprintln!(
-        "{name}: {} of {} buffers within 1 ms; pushed {} lost {} late {} duplicates {}",
+        "{name}: {} of {} buffers within 1 ms (max {} ns off); pushed {} lost {} late {} \
+         duplicates {}",
         out.matched,
         theirs.len(),
+        out.max_dev,
         stats.num_pushed,
         stats.num_lost,
         stats.num_late,
@@ -255,20 +293,21 @@ fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream()
             if !media.is_audio() || info.clock_rate.is_none() {
                 continue;
             }
-            for latency in LATENCIES {
+            for (latency, drop_on_latency) in CONFIGS {
                 cases.push(Case {
                     file: file.clone(),
                     decoded: k,
                     info: info.clone(),
                     latency,
+                    drop_on_latency,
                 });
             }
         }
     }
     assert!(
-        cases.len() >= 3 * 20,
+        cases.len() >= CONFIGS.len() * 20,
         "expected the shared captures' 20-odd audio streams, found {}",
-        cases.len() / 3
+        cases.len() / CONFIGS.len()
     );
     // The peer once per case, two at a time.
     let next = Mutex::new(0usize);
@@ -295,11 +334,13 @@ fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream()
     results.sort_by_key(|r| r.0);
     let packets: usize = results.iter().map(|r| r.1.packets).sum();
     let matched: usize = results.iter().map(|r| r.1.matched).sum();
+    let max_dev = results.iter().map(|r| r.1.max_dev).max().unwrap_or(0);
     let problems: Vec<&String> = results.iter().flat_map(|r| &r.1.problems).collect();
     eprintln!(
-        "{} streams x {} latencies: {matched} of {packets} buffers within 1 ms of the element",
-        cases.len() / LATENCIES.len(),
-        LATENCIES.len()
+        "{} streams x {} configurations: {matched} of {packets} buffers within 1 ms of the \
+         element (largest difference {max_dev} ns)",
+        cases.len() / CONFIGS.len(),
+        CONFIGS.len()
     );
     assert!(
         problems.is_empty(),
@@ -318,7 +359,7 @@ fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream()
         case.file.as_os_str(),
         "--playout".as_ref(),
         "--policy".as_ref(),
-        format!("gstreamer:latency={}ms", case.latency).as_ref(),
+        case.policy().as_ref(),
         "--stream".as_ref(),
         case.info.id.to_string().as_ref(),
         "--json".as_ref(),
