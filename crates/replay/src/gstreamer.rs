@@ -204,6 +204,25 @@ pub struct Stats {
     /// Every buffer pushed, in push order (not in JSON output).
     #[serde(skip)]
     pub outputs: Vec<Output>,
+    /// With `do-lost`, every `GstRTPPacketLost` event pushed, in push order (not in JSON
+    /// output).
+    #[serde(skip)]
+    pub lost_events: Vec<LostEvent>,
+}
+
+/// One `GstRTPPacketLost` event (with `do-lost`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LostEvent {
+    /// The first sequence number lost.
+    pub seq: u16,
+    /// How many from it.
+    pub count: u32,
+    /// The estimated PTS of the first, local time.
+    pub timestamp: Nanos,
+    /// The media time they cover.
+    pub duration: Nanos,
+    /// When the event left the element, local time.
+    pub at: Nanos,
 }
 
 /// What one simulation gave: the counters, the pushed buffers, and each input packet's fate
@@ -549,6 +568,8 @@ struct Item {
     /// The packet's index, or `u32::MAX` for a lost item.
     packet: u32,
     pts: u64,
+    /// A lost item's duration, ns.
+    duration: u64,
     /// RTP timestamp (lost items: 0xFFFFFFFF, as the element stores `-1`).
     rtptime: u32,
 }
@@ -567,6 +588,7 @@ struct Timer {
     seq: u32,
     timeout: u64,
     offset: i64,
+    duration: u64,
 }
 
 /// The element itself.
@@ -695,7 +717,7 @@ impl Element<'_> {
 
     /// `rtp_timer_queue_set_timer`: creates or updates the timer of `seq`, kept sorted by
     /// timeout then sequence number.
-    fn set_timer(&mut self, kind: TimerKind, seq: u32, timeout: u64, offset: i64) {
+    fn set_timer(&mut self, kind: TimerKind, seq: u32, timeout: u64, offset: i64, duration: u64) {
         if let Some(k) = self.find_timer(seq) {
             self.timers.remove(k);
         }
@@ -704,6 +726,7 @@ impl Element<'_> {
             seq,
             timeout: timeout.wrapping_add(offset as u64),
             offset,
+            duration,
         };
         self.insert_timer(timer);
     }
@@ -725,7 +748,7 @@ impl Element<'_> {
     }
 
     /// `insert_lost_event`.
-    fn insert_lost_event(&mut self, seq: u32, lost: u32, timestamp: u64) {
+    fn insert_lost_event(&mut self, seq: u32, lost: u32, timestamp: u64, duration: u64) {
         self.stats.num_lost += u64::from(lost);
         let next_in = (seq + lost) & 0xffff;
         if compare(self.next_in_seqnum, next_in) > 0 {
@@ -737,6 +760,7 @@ impl Element<'_> {
             count: lost,
             packet: LOST,
             pts: timestamp,
+            duration,
             rtptime: u32::MAX,
         };
         if self.insert(item) {
@@ -787,7 +811,7 @@ impl Element<'_> {
                 let saveable_dur = u64::from(saveable).wrapping_mul(dur).min(gap_time);
                 let lost_dur = gap_time.wrapping_sub(saveable_dur);
                 let ts = self.apply_offset(est_pts);
-                self.insert_lost_event(missing, lost, ts);
+                self.insert_lost_event(missing, lost, ts, lost_dur);
                 if let Some(k) = self.find_timer(missing)
                     && self.timers[k].kind != TimerKind::Deadline
                 {
@@ -812,7 +836,7 @@ impl Element<'_> {
             }
             let left = (pts as i64).wrapping_sub(est_pts as i64).max(0) as u64;
             duration = duration.min(left);
-            self.set_timer(TimerKind::Lost, missing, est_pts, offset);
+            self.set_timer(TimerKind::Lost, missing, est_pts, offset, duration);
             missing = (missing + 1) & 0xffff;
             est_pts = est_pts.wrapping_add(duration);
         }
@@ -936,7 +960,7 @@ impl Element<'_> {
                 return;
             }
             let offset = self.timeout_offset();
-            self.set_timer(TimerKind::Deadline, seqnum, pts, offset);
+            self.set_timer(TimerKind::Deadline, seqnum, pts, offset, 0);
             do_next_seqnum = true;
             self.ips_rtptime = Some(rtptime);
             self.ips_pts = pts;
@@ -1008,6 +1032,7 @@ impl Element<'_> {
             count: 1,
             packet: i as u32,
             pts,
+            duration: 0,
             rtptime,
         };
         if !self.insert(item) {
@@ -1073,7 +1098,7 @@ impl Element<'_> {
                 }
                 TimerKind::Lost => {
                     let ts = self.apply_offset(t.timeout.wrapping_sub(t.offset as u64));
-                    self.insert_lost_event(t.seq, 1, ts);
+                    self.insert_lost_event(t.seq, 1, ts, t.duration);
                 }
             }
             self.push_ready(*clock);
@@ -1100,6 +1125,15 @@ impl Element<'_> {
             }
             if head.packet == LOST {
                 self.discont = true;
+                if self.cfg.do_lost {
+                    self.stats.lost_events.push(LostEvent {
+                        seq: head.seq as u16,
+                        count: head.count,
+                        timestamp: self.t0 + Nanos(head.pts.min(i64::MAX as u64) as i64),
+                        duration: Nanos(head.duration.min(i64::MAX as u64) as i64),
+                        at: self.t0 + Nanos(now as i64),
+                    });
+                }
             } else {
                 let pts = self.apply_offset(head.pts);
                 let discont = std::mem::take(&mut self.discont);

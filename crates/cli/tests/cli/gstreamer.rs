@@ -27,9 +27,16 @@ use serde_json::Value;
 use crate::util::json;
 
 const PYTHON: &str = "/usr/bin/python3";
-/// Configurations compared: the three latencies with the defaults, and `drop-on-latency` at
-/// the two shortest (where it drops).
-const CONFIGS: [(u32, bool); 5] = [(20, false), (60, false), (200, false), (20, true), (60, true)];
+/// Configurations compared (latency ms, drop-on-latency, do-lost): the three latencies with
+/// the defaults, and `drop-on-latency` at the two shortest (where it drops), once with
+/// `do-lost` (whose lost events are compared too).
+const CONFIGS: [(u32, bool, bool); 5] = [
+    (20, false, false),
+    (60, false, false),
+    (200, false, false),
+    (20, true, true),
+    (60, true, false),
+];
 /// 1 ms, the agreement asked of every PTS and leave time.
 const TOLERANCE: i64 = 1_000_000;
 
@@ -109,13 +116,14 @@ struct Case {
     info: StreamInfo,
     latency: u32,
     drop_on_latency: bool,
+    do_lost: bool,
 }
 
 impl Case {
     fn policy(&self) -> String {
         format!(
-            "gstreamer:latency={}ms,drop_on_latency={}",
-            self.latency, self.drop_on_latency
+            "gstreamer:latency={}ms,drop_on_latency={},do_lost={}",
+            self.latency, self.drop_on_latency, self.do_lost
         )
     }
 }
@@ -127,6 +135,8 @@ struct Outcome {
     matched: usize,
     /// The largest PTS or leave-time difference among matched buffers, ns.
     max_dev: i64,
+    /// Lost events compared (with `do-lost`).
+    lost_events: usize,
     problems: Vec<String>,
 }
 
@@ -143,6 +153,9 @@ fn run_peer(case: &Case, tool: &Path) -> Value {
         .arg(info.clock_rate.expect("a clock rate").to_string());
     if case.drop_on_latency {
         cmd.arg("--drop-on-latency");
+    }
+    if case.do_lost {
+        cmd.arg("--do-lost");
     }
     if let (Some(src), Some(dst)) = (info.src, info.dst) {
         cmd.arg("--src").arg(endpoint(src.0));
@@ -167,7 +180,7 @@ fn stats_of(detail: Option<&PlayoutDetail>) -> &Stats {
 
 fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
     let name = format!(
-        "{} ssrc 0x{:08X} latency {} ms{}",
+        "{} ssrc 0x{:08X} latency {} ms{}{}",
         case.file.file_name().unwrap_or_default().to_string_lossy(),
         case.info.ssrc.unwrap_or(0),
         case.latency,
@@ -175,7 +188,8 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
             " drop-on-latency"
         } else {
             ""
-        }
+        },
+        if case.do_lost { " do-lost" } else { "" }
     );
     let view = views(decoded, Some(case.info.id))
         .next()
@@ -249,6 +263,9 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
             ));
         }
     }
+    if case.do_lost {
+        compare_lost_events(&name, stats, peer, t0, &mut out);
+    }
     if theirs.len() != stats.outputs.len() {
         out.problems.push(format!(
             "{name}: {} buffers pushed by the element, {} by the model",
@@ -277,6 +294,33 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
     out
 }
 
+/// With `do-lost`: the same `GstRTPPacketLost` events (sequence number; timestamp, duration
+/// and leave time within 1 ms).
+fn compare_lost_events(name: &str, stats: &Stats, peer: &Value, t0: Nanos, out: &mut Outcome) {
+    let theirs = peer["lost_event_list"].as_array().cloned().unwrap_or_default();
+    if theirs.len() != stats.lost_events.len() {
+        out.problems.push(format!(
+            "{name}: {} lost events from the element, {} from the model",
+            theirs.len(),
+            stats.lost_events.len()
+        ));
+    }
+    out.lost_events += theirs.len().min(stats.lost_events.len());
+    let near = |v: &Value, ours: i64| v.as_i64().is_some_and(|t| (t - ours).abs() <= TOLERANCE);
+    for (i, (p, e)) in theirs.iter().zip(&stats.lost_events).enumerate() {
+        let ok = p["seqnum"].as_u64() == Some(u64::from(e.seq))
+            && near(&p["timestamp"], (e.timestamp - t0).as_nanos())
+            && near(&p["duration"], e.duration.as_nanos())
+            && near(&p["leave_ns"], (e.at - t0).as_nanos());
+        if !ok {
+            out.problems.push(format!(
+                "{name}: lost event {i}: element {p}, model {e:?} (t0 {t0:?})"
+            ));
+            break;
+        }
+    }
+}
+
 #[test]
 fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream() {
     let Some(data) = shared_data() else { return };
@@ -293,13 +337,14 @@ fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream()
             if !media.is_audio() || info.clock_rate.is_none() {
                 continue;
             }
-            for (latency, drop_on_latency) in CONFIGS {
+            for (latency, drop_on_latency, do_lost) in CONFIGS {
                 cases.push(Case {
                     file: file.clone(),
                     decoded: k,
                     info: info.clone(),
                     latency,
                     drop_on_latency,
+                    do_lost,
                 });
             }
         }
@@ -335,10 +380,11 @@ fn the_model_agrees_with_the_real_rtpjitterbuffer_on_every_shared_audio_stream()
     let packets: usize = results.iter().map(|r| r.1.packets).sum();
     let matched: usize = results.iter().map(|r| r.1.matched).sum();
     let max_dev = results.iter().map(|r| r.1.max_dev).max().unwrap_or(0);
+    let lost_events: usize = results.iter().map(|r| r.1.lost_events).sum();
     let problems: Vec<&String> = results.iter().flat_map(|r| &r.1.problems).collect();
     eprintln!(
         "{} streams x {} configurations: {matched} of {packets} buffers within 1 ms of the \
-         element (largest difference {max_dev} ns)",
+         element (largest difference {max_dev} ns); {lost_events} lost events compared",
         cases.len() / CONFIGS.len(),
         CONFIGS.len()
     );
