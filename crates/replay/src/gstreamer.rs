@@ -1221,3 +1221,6 @@ pub fn simulate(cfg: &Config, packets: &[Sample], clock_rate: Option<u32>) -> Si
         pts,
     }
 }
+
+#[cfg(test)]
+mod tests;
