@@ -226,15 +226,26 @@ pub struct LostEvent {
 }
 
 /// What one simulation gave: the counters, the pushed buffers, and each input packet's fate
-/// and PTS (`None`: none was computed).
+/// and PTS.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Simulation {
     /// The element's counters and outputs.
     pub stats: Stats,
     /// Each input packet's fate, in input order.
     pub fates: Vec<Fate>,
-    /// Each input packet's PTS as computed on input (local time), in input order.
-    pub pts: Vec<Option<Nanos>>,
+    /// Each input packet's PTS as computed on input, ns of running time (`u64::MAX`: none).
+    pts: Vec<u64>,
+    /// Local time at running time 0 (the first packet's arrival).
+    t0: Nanos,
+}
+
+impl Simulation {
+    /// Packet `i`'s PTS as computed on input (before ts-offset), local time; `None` when the
+    /// element computed none (it was parked, or is out of range).
+    pub fn pts(&self, i: usize) -> Option<Nanos> {
+        let p = *self.pts.get(i)?;
+        (p != NONE).then(|| self.t0 + Nanos(p.min(i64::MAX as u64) as i64))
+    }
 }
 
 /// Serial-number comparison of 16-bit sequence numbers (`gst_rtp_buffer_compare_seqnum`):
@@ -247,6 +258,9 @@ fn compare(a: u32, b: u32) -> i32 {
 fn scale(v: u64, num: u64, den: u64) -> u64 {
     if den == 0 {
         return NONE;
+    }
+    if let Some(p) = v.checked_mul(num) {
+        return p / den;
     }
     let r = u128::from(v) * u128::from(num) / u128::from(den);
     u64::try_from(r).unwrap_or(NONE)
@@ -1210,15 +1224,11 @@ pub fn simulate(cfg: &Config, packets: &[Sample], clock_rate: Option<u32>) -> Si
         el.drop_parked();
     }
     el.stats.avg_jitter_ms = el.avg_jitter as f64 / 1e6;
-    let pts = el
-        .pts
-        .iter()
-        .map(|&p| (p != NONE).then(|| t0 + Nanos(p.min(i64::MAX as u64) as i64)))
-        .collect();
     Simulation {
         stats: el.stats,
         fates: el.fates,
-        pts,
+        pts: el.pts,
+        t0,
     }
 }
 

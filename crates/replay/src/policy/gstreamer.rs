@@ -123,14 +123,14 @@ impl GStreamerConfig {
     }
 }
 
-/// A slot's outcome while the packets' are gathered.
-const SEEN: u8 = 1;
-/// A packet of it left in time.
-const IN_TIME: u8 = 2;
-/// A packet of it left late, or never left.
-const FAILED: u8 = 4;
+/// A slot no packet of which was pushed (its play time is not known yet).
+const UNSET: Nanos = Nanos(i64::MIN);
 
 /// Runs the element over the stream and turns what it pushed into one event per slot.
+///
+/// An audio slot is one packet: it plays when a copy of it left in time. A video slot is a
+/// frame: it plays when as many of its packets left in time as it has distinct sequence
+/// numbers. Only the pushed buffers are visited for audio (the sweep's path).
 fn play(config: &GStreamerConfig, stream: &PlayoutStream<'_>) -> PlayoutRun {
     let latency = config.latency();
     let packets = stream.packets();
@@ -148,42 +148,48 @@ fn play(config: &GStreamerConfig, stream: &PlayoutStream<'_>) -> PlayoutRun {
     if let Some(first) = slots.first() {
         let lo = first.seq;
         let n = slots.len();
-        let mut state = vec![0u8; n];
-        let mut at: Vec<Option<Nanos>> = vec![None; n];
         let slot_of = stream.packet_slots();
         let index = |p: usize| -> Option<usize> {
             let k = slot_of.get(p).copied().flatten()? - lo;
             usize::try_from(k).ok().filter(|&k| k < n)
         };
-        // Which packets left in time; a sequence number counts as in time when any copy of it
-        // did (copies of one packet share its outcome).
-        let mut in_time = vec![false; packets.len()];
+        // Per slot: packets that left in time, and when a synced sink plays it.
+        let mut in_time = vec![0u32; n];
+        let mut at: Vec<Nanos> = vec![UNSET; n];
         for o in &sim.stats.outputs {
-            let p = o.packet as usize;
-            in_time[p] = o.leave <= o.pts + latency;
-            if let Some(k) = index(p) {
+            if let Some(k) = index(o.packet as usize) {
                 let play = o.pts + latency;
-                at[k] = Some(at[k].map_or(play, |a| a.max(play)));
+                at[k] = at[k].max(play);
+                in_time[k] += u32::from(o.leave <= play);
             }
         }
-        let by_seq = SeqTable::new(packets, &in_time);
-        for p in 0..packets.len() {
-            let Some(k) = index(p) else { continue };
-            state[k] |= SEEN;
-            let ok = match &by_seq {
-                Some(t) => t.in_time(packets[p].seq),
-                None => in_time[p],
-            };
-            state[k] |= if ok { IN_TIME } else { FAILED };
-        }
-        fill_times(&mut at, slots, packets.first().map(|s| s.arrival), latency);
+        let needed = if stream.media.is_video() {
+            frame_sizes(packets, n, index)
+        } else {
+            Vec::new()
+        };
+        // Slots none of whose packets left play where the nearest earlier pushed slot's PTS
+        // offset from its send time puts them (the nearest later one's before any; with none
+        // pushed at all, the first arrival + latency).
+        let mut offset = at
+            .iter()
+            .zip(slots)
+            .find_map(|(&a, s)| (a != UNSET).then(|| a - s.send))
+            .or_else(|| packets.first().map(|p| p.arrival + latency - first.send))
+            .unwrap_or(latency - stream.offset);
         run.events = slots
             .iter()
-            .zip(state.iter().zip(&at))
-            .map(|(slot, (&st, at))| {
-                let at = at.unwrap_or(slot.send - stream.offset + latency);
+            .enumerate()
+            .map(|(k, slot)| {
+                let at = if at[k] == UNSET {
+                    slot.send + offset
+                } else {
+                    offset = at[k] - slot.send;
+                    at[k]
+                };
                 let arrived = slot.arrival.is_some();
-                if arrived && st & SEEN != 0 && st & FAILED == 0 {
+                let need = needed.get(k).copied().unwrap_or(1).max(1);
+                if arrived && in_time[k] >= need {
                     PlayoutEvent::Played { seq: slot.seq, at }
                 } else {
                     PlayoutEvent::Concealed {
@@ -199,64 +205,22 @@ fn play(config: &GStreamerConfig, stream: &PlayoutStream<'_>) -> PlayoutRun {
     run
 }
 
-/// Which (extended) sequence numbers had a copy that left in time.
-struct SeqTable {
-    lo: i64,
-    ok: Vec<bool>,
-}
-
-impl SeqTable {
-    /// `None` when the numbers spread over more than 16 times the packets (then each packet
-    /// counts alone).
-    fn new(packets: &[jitterlab_capture::Sample], in_time: &[bool]) -> Option<Self> {
-        let lo = packets.iter().map(|s| s.seq).min()?;
-        let hi = packets.iter().map(|s| s.seq).max()?;
-        let span = usize::try_from(hi - lo).ok()?.checked_add(1)?;
-        if span > 16 * packets.len() + 65_536 {
-            return None;
-        }
-        let mut ok = vec![false; span];
-        for (s, &t) in packets.iter().zip(in_time) {
-            if t {
-                ok[(s.seq - lo) as usize] = true;
-            }
-        }
-        Some(Self { lo, ok })
-    }
-
-    fn in_time(&self, seq: i64) -> bool {
-        usize::try_from(seq - self.lo)
-            .ok()
-            .and_then(|k| self.ok.get(k).copied())
-            .unwrap_or(false)
-    }
-}
-
-/// Gives slots no packet of which was pushed the play time their neighbours' PTS imply: the
-/// nearest earlier pushed slot's PTS offset from its send time (or the nearest later one's),
-/// or, with none pushed at all, the first arrival + latency.
-fn fill_times(
-    at: &mut [Option<Nanos>],
-    slots: &[crate::playout::Slot],
-    first_arrival: Option<Nanos>,
-    latency: Nanos,
-) {
-    let mut offset: Option<Nanos> = at
-        .iter()
-        .zip(slots)
-        .find_map(|(a, s)| a.map(|a| a - s.send));
-    if offset.is_none() {
-        if let (Some(arrival), Some(s)) = (first_arrival, slots.first()) {
-            offset = Some(arrival + latency - s.send);
+/// Each video frame's distinct sequence numbers (copies of a packet count once).
+fn frame_sizes(
+    packets: &[jitterlab_capture::Sample],
+    n: usize,
+    index: impl Fn(usize) -> Option<usize>,
+) -> Vec<u32> {
+    let mut order: Vec<(i64, usize)> = packets.iter().map(|s| s.seq).zip(0..).collect();
+    order.sort_unstable();
+    order.dedup_by_key(|e| e.0);
+    let mut sizes = vec![0u32; n];
+    for (_, p) in order {
+        if let Some(k) = index(p) {
+            sizes[k] += 1;
         }
     }
-    let Some(mut offset) = offset else { return };
-    for (a, s) in at.iter_mut().zip(slots) {
-        match a {
-            Some(t) => offset = *t - s.send,
-            None => *a = Some(s.send + offset),
-        }
-    }
+    sizes
 }
 
 #[cfg(test)]
