@@ -8,7 +8,7 @@
 
 use jitterlab_capture::decode::MediaKind;
 use jitterlab_capture::{Nanos, Sample};
-use jitterlab_replay::{Media, Policy, PlayoutStream};
+use jitterlab_replay::{Media, PlayoutStream, Policy};
 use rayon::prelude::*;
 
 fn stream(packets: i64) -> Vec<Sample> {
@@ -63,7 +63,7 @@ fn cpu_seconds() -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let packets: i64 = args.get(0).map_or(1_000_000, |s| s.parse().unwrap());
+    let packets: i64 = args.first().map_or(1_000_000, |s| s.parse().unwrap());
     let runs: u32 = args.get(1).map_or(3, |s| s.parse().unwrap());
     let samples = stream(packets);
     let media = Media {
@@ -106,9 +106,10 @@ fn main() {
         let mut pushed = 0u64;
         for p in &policies {
             let c = p.config::<jitterlab_replay::GStreamerConfig>().unwrap();
-            pushed += jitterlab_replay::gstreamer::simulate(&c.element, prepared.packets(), Some(8000))
-                .stats
-                .num_pushed;
+            pushed +=
+                jitterlab_replay::gstreamer::simulate(&c.element, prepared.packets(), Some(8000))
+                    .stats
+                    .num_pushed;
         }
         let sim = t.elapsed().as_secs_f64();
         let sim_cpu = cpu_seconds() - cpu;

@@ -121,9 +121,7 @@ pub enum Error {
         policy: &'static str,
     },
     /// A media buffer's policy asked to interpolate snapshots.
-    #[error(
-        "policy {policy} models a media buffer that plays discrete frames: use --playout"
-    )]
+    #[error("policy {policy} models a media buffer that plays discrete frames: use --playout")]
     PlayoutOnly {
         /// The policy's name.
         policy: &'static str,

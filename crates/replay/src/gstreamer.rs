@@ -95,9 +95,11 @@ impl std::str::FromStr for Mode {
             "none" => Ok(Self::None),
             "slave" => Ok(Self::Slave),
             "synced" => Ok(Self::Synced),
-            "buffer" => Err("'buffer' is not modelled (it needs an application that pauses \
+            "buffer" => Err(
+                "'buffer' is not modelled (it needs an application that pauses \
                  the pipeline on buffering messages; allowed: none, slave, synced)"
-                .to_owned()),
+                    .to_owned(),
+            ),
             other => Err(format!("'{other}' (allowed: none, slave, synced)")),
         }
     }
@@ -535,11 +537,7 @@ impl PacketRate {
                 if diff_seqnum <= 0 || new_ts <= self.last_ts {
                     return;
                 }
-                let diff_ts = scale(
-                    new_ts - self.last_ts,
-                    SECOND,
-                    u64::from(self.clock_rate),
-                );
+                let diff_ts = scale(new_ts - self.last_ts, SECOND, u64::from(self.clock_rate));
                 let new_rate = scale(diff_seqnum as u64, SECOND, diff_ts) as i32;
                 let base: i32 = if self.avg > new_rate as u32 {
                     ((self.avg / 3) as i32).max(8)
@@ -815,11 +813,7 @@ impl Element<'_> {
             est_pts = self.last_in_pts.wrapping_add(dur);
             if now > est_pts.wrapping_add(offset as u64) {
                 let gap_time = (pts as i64).wrapping_sub(est_pts as i64).max(0) as u64;
-                let saveable = if dur != 0 {
-                    ((offset as u64) / dur) as u32
-                } else {
-                    0
-                };
+                let saveable = (offset as u64).checked_div(dur).unwrap_or(0) as u32;
                 let lost = gap.wrapping_sub(saveable as i32).max(1) as u32;
                 let saveable = (gap as u32).wrapping_sub(lost);
                 let saveable_dur = u64::from(saveable).wrapping_mul(dur).min(gap_time);

@@ -63,9 +63,8 @@ pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use playout::{Media, PlayoutStream};
 pub use policy::{
     AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, GStreamerConfig,
-    JitterConfig,
-    MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig, Registry,
-    SourceConfig,
+    JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig,
+    Registry, SourceConfig,
 };
 pub use run::{
     Frame, FrameClock, FramePlan, Prepared, Replay, Stream, StreamPlayout, TracePlayout,

@@ -22,7 +22,7 @@ use jitterlab_capture::{Decoded, Nanos, StreamInfo, sdp};
 use jitterlab_replay::gstreamer::Stats;
 use jitterlab_replay::playout::PlayoutDetail;
 use jitterlab_replay::streams::views;
-use jitterlab_replay::{Media, Policy, PlayoutStream};
+use jitterlab_replay::{Media, PlayoutStream, Policy};
 use serde_json::Value;
 
 use crate::util::json;
@@ -196,7 +196,12 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
         .next()
         .expect("the stream")
         .expect("the stream replays");
-    let stream = PlayoutStream::new(case.info.id, &view.samples, Media::of(&case.info), Nanos::ZERO);
+    let stream = PlayoutStream::new(
+        case.info.id,
+        &view.samples,
+        Media::of(&case.info),
+        Nanos::ZERO,
+    );
     let policy: Policy = case.policy().parse().expect("the policy parses");
     let run = policy.playout(&stream).expect("gstreamer plays frames");
     let stats = stats_of(run.detail.as_ref());
@@ -212,8 +217,10 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
         ("num-duplicates", stats.num_duplicates),
     ] {
         if st[key].as_u64() != Some(ours) {
-            out.problems
-                .push(format!("{name}: {key} {} (element) vs {ours} (model)", st[key]));
+            out.problems.push(format!(
+                "{name}: {key} {} (element) vs {ours} (model)",
+                st[key]
+            ));
         }
     }
     for (key, ours) in [
@@ -221,8 +228,10 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
         ("late_for_sink", stats.late_for_sink),
     ] {
         if peer[key].as_u64() != Some(ours) {
-            out.problems
-                .push(format!("{name}: {key} {} (element) vs {ours} (model)", peer[key]));
+            out.problems.push(format!(
+                "{name}: {key} {} (element) vs {ours} (model)",
+                peer[key]
+            ));
         }
     }
     if peer["packets_in"].as_u64() != Some(stream.packets().len() as u64) {
@@ -298,7 +307,10 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
 /// With `do-lost`: the same `GstRTPPacketLost` events (sequence number; timestamp, duration
 /// and leave time within 1 ms).
 fn compare_lost_events(name: &str, stats: &Stats, peer: &Value, t0: Nanos, out: &mut Outcome) {
-    let theirs = peer["lost_event_list"].as_array().cloned().unwrap_or_default();
+    let theirs = peer["lost_event_list"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     if theirs.len() != stats.lost_events.len() {
         out.problems.push(format!(
             "{name}: {} lost events from the element, {} from the model",

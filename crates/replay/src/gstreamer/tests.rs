@@ -142,7 +142,10 @@ fn of_two_missing_one_is_lost_and_one_arrives_in_time() {
     let out = pushed(&sim, &packets);
     assert_eq!(
         out[6..],
-        [(7, 140 * MS, 220 * MS, true), (8, 160 * MS, 220 * MS, false)]
+        [
+            (7, 140 * MS, 220 * MS, true),
+            (8, 160 * MS, 220 * MS, false)
+        ]
     );
     assert_eq!((sim.stats.num_pushed, sim.stats.num_lost), (8, 1));
 }
@@ -240,12 +243,7 @@ fn a_gap_in_a_non_equidistant_stream_waits_from_the_next_pts() {
             .iter()
             .map(|o| (o.0, o.2))
             .collect::<Vec<_>>(),
-        [
-            (0, 5 * MS),
-            (1, 5 * MS),
-            (2, 25 * MS - 1),
-            (3, 25 * MS - 1)
-        ]
+        [(0, 5 * MS), (1, 5 * MS), (2, 25 * MS - 1), (3, 25 * MS - 1)]
     );
     assert_eq!(sim.stats.num_lost, 0);
     // 2 ns later it is lost at 25 ms.
@@ -312,10 +310,7 @@ fn drop_on_latency_drops_the_head_behind_a_gap() {
     assert_eq!(seqs, [0, 1, 4, 5]);
     // Without drop-on-latency the gap holds them until 2 is lost (at 40 + 20 ms).
     let sim = run(&config(20), &packets);
-    let seqs: Vec<(i64, i64)> = pushed(&sim, &packets)
-        .iter()
-        .map(|o| (o.0, o.2))
-        .collect();
+    let seqs: Vec<(i64, i64)> = pushed(&sim, &packets).iter().map(|o| (o.0, o.2)).collect();
     assert_eq!(
         seqs,
         [

@@ -135,7 +135,11 @@ impl<'a> PlayoutStream<'a> {
             let (units, slots) = clean_media(samples, &media, &mut prepared);
             (units, None, slots)
         } else {
-            (Cow::Borrowed(samples), None, samples.iter().map(|s| Some(s.seq)).collect())
+            (
+                Cow::Borrowed(samples),
+                None,
+                samples.iter().map(|s| Some(s.seq)).collect(),
+            )
         };
         let units = rebase(units, &mut prepared);
         let slots = slots_of(&units, &media, &mut prepared);
@@ -250,7 +254,10 @@ fn clean_media<'a>(
         }
     }
     if dropped.is_empty() {
-        return (Cow::Borrowed(samples), samples.iter().map(|s| Some(s.seq)).collect());
+        return (
+            Cow::Borrowed(samples),
+            samples.iter().map(|s| Some(s.seq)).collect(),
+        );
     }
     dropped.sort_unstable();
     dropped.dedup();
