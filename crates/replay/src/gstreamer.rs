@@ -246,8 +246,17 @@ impl Simulation {
     /// element computed none (it was parked, or is out of range).
     pub fn pts(&self, i: usize) -> Option<Nanos> {
         let p = *self.pts.get(i)?;
-        (p != NONE).then(|| self.t0 + Nanos(p.min(i64::MAX as u64) as i64))
+        (p != NONE).then(|| local(self.t0, p))
     }
+}
+
+/// Running time `t` as local time (`t0` is running time 0), saturating: the element's own
+/// arithmetic can wrap to huge values.
+fn local(t0: Nanos, t: u64) -> Nanos {
+    Nanos(
+        t0.as_nanos()
+            .saturating_add(i64::try_from(t).unwrap_or(i64::MAX)),
+    )
 }
 
 /// Serial-number comparison of 16-bit sequence numbers (`gst_rtp_buffer_compare_seqnum`):
@@ -631,6 +640,8 @@ struct Element<'a> {
     gap_len: usize,
     queue: std::collections::VecDeque<Item>,
     timers: std::collections::VecDeque<Timer>,
+    /// One bit per 16-bit sequence number: whether it has a timer.
+    timer_bits: Vec<u64>,
     stats: Stats,
     fates: Vec<Fate>,
     pts: Vec<u64>,
@@ -711,9 +722,9 @@ impl Element<'_> {
                 let new = pts - self.ips_pts;
                 let old = self.packet_spacing;
                 self.packet_spacing = if old > new {
-                    (new + 3 * old) / 4
+                    new.wrapping_add(old.wrapping_mul(3)) / 4
                 } else if old > 0 {
-                    (3 * new + old) / 4
+                    new.wrapping_mul(3).wrapping_add(old) / 4
                 } else {
                     new
                 };
@@ -723,15 +734,36 @@ impl Element<'_> {
         }
     }
 
+    /// The timer of `seq` (the element keeps at most one per sequence number), found through
+    /// a bit per 16-bit sequence number so that packets without one cost no search.
     fn find_timer(&self, seq: u32) -> Option<usize> {
+        let s = (seq & 0xffff) as usize;
+        if self.timer_bits[s / 64] & (1 << (s % 64)) == 0 {
+            return None;
+        }
         self.timers.iter().position(|t| t.seq == seq)
+    }
+
+    fn mark_timer(&mut self, seq: u32, on: bool) {
+        let s = (seq & 0xffff) as usize;
+        if on {
+            self.timer_bits[s / 64] |= 1 << (s % 64);
+        } else {
+            self.timer_bits[s / 64] &= !(1 << (s % 64));
+        }
+    }
+
+    fn remove_timer(&mut self, k: usize) -> Option<Timer> {
+        let t = self.timers.remove(k)?;
+        self.mark_timer(t.seq, false);
+        Some(t)
     }
 
     /// `rtp_timer_queue_set_timer`: creates or updates the timer of `seq`, kept sorted by
     /// timeout then sequence number.
     fn set_timer(&mut self, kind: TimerKind, seq: u32, timeout: u64, offset: i64, duration: u64) {
         if let Some(k) = self.find_timer(seq) {
-            self.timers.remove(k);
+            self.remove_timer(k);
         }
         let timer = Timer {
             kind,
@@ -743,19 +775,21 @@ impl Element<'_> {
         self.insert_timer(timer);
     }
 
+    /// Inserts where the element's tail-first scan puts it: after the last timer that is
+    /// earlier, or as early with a lower sequence number (found by bisection on the timeout,
+    /// then a walk over the equal ones).
     fn insert_timer(&mut self, timer: Timer) {
-        // From the tail: after the first timer that is earlier, or as early with a lower
-        // sequence number.
-        let mut at = self.timers.len();
+        let mut at = self
+            .timers
+            .partition_point(|it| it.timeout <= timer.timeout);
         while at > 0 {
             let it = &self.timers[at - 1];
-            if timer.timeout > it.timeout
-                || (timer.timeout == it.timeout && compare(timer.seq, it.seq) < 0)
-            {
+            if it.timeout < timer.timeout || compare(timer.seq, it.seq) < 0 {
                 break;
             }
             at -= 1;
         }
+        self.mark_timer(timer.seq, true);
         self.timers.insert(at, timer);
     }
 
@@ -823,7 +857,7 @@ impl Element<'_> {
                 if let Some(k) = self.find_timer(missing)
                     && self.timers[k].kind != TimerKind::Deadline
                 {
-                    self.timers.remove(k);
+                    self.remove_timer(k);
                 }
                 missing = (missing + lost) & 0xffff;
                 est_pts = est_pts.wrapping_add(lost_dur);
@@ -844,7 +878,16 @@ impl Element<'_> {
             }
             let left = (pts as i64).wrapping_sub(est_pts as i64).max(0) as u64;
             duration = duration.min(left);
-            self.set_timer(TimerKind::Lost, missing, est_pts, offset, duration);
+            // No timer can exist for it yet: missing numbers start at the next expected one,
+            // which only moves forward until a reset clears every timer (so the element's
+            // create-or-update lookup is skipped, keeping a long gap linear).
+            self.insert_timer(Timer {
+                kind: TimerKind::Lost,
+                seq: missing,
+                timeout: est_pts.wrapping_add(offset as u64),
+                offset,
+                duration,
+            });
             missing = (missing + 1) & 0xffff;
             est_pts = est_pts.wrapping_add(duration);
         }
@@ -923,7 +966,9 @@ impl Element<'_> {
             }
         }
         self.clock.reset_skew();
-        self.timers.clear();
+        while let Some(t) = self.timers.pop_front() {
+            self.mark_timer(t.seq, false);
+        }
         self.discont = true;
         self.last_popped_seqnum = NO_SEQ;
         self.next_seqnum = if self.gap_len > 0 {
@@ -1003,7 +1048,7 @@ impl Element<'_> {
                 } else if let Some(k) = self.find_timer(seqnum)
                     && self.timers[k].kind == TimerKind::Lost
                 {
-                    self.timers.remove(k);
+                    self.remove_timer(k);
                 }
                 self.ips_rtptime = None;
                 self.ips_pts = NONE;
@@ -1081,10 +1126,9 @@ impl Element<'_> {
             .take(n)
             .zip(self.queue.iter().skip(1))
             .all(|(a, b)| (a.seq + 1) & 0xffff == b.seq);
-        if consecutive {
-            let mut t = self.timers[k];
-            self.timers.remove(k);
+        if consecutive && let Some(mut t) = self.remove_timer(k) {
             t.timeout = 0;
+            self.mark_timer(t.seq, true);
             self.timers.push_front(t);
         }
     }
@@ -1097,6 +1141,7 @@ impl Element<'_> {
                 break;
             }
             self.timers.pop_front();
+            self.mark_timer(t.seq, false);
             *clock = (*clock).max(t.timeout);
             match t.kind {
                 TimerKind::Deadline => {
@@ -1137,9 +1182,9 @@ impl Element<'_> {
                     self.stats.lost_events.push(LostEvent {
                         seq: head.seq as u16,
                         count: head.count,
-                        timestamp: self.t0 + Nanos(head.pts.min(i64::MAX as u64) as i64),
+                        timestamp: local(self.t0, head.pts),
                         duration: Nanos(head.duration.min(i64::MAX as u64) as i64),
-                        at: self.t0 + Nanos(now as i64),
+                        at: local(self.t0, now),
                     });
                 }
             } else {
@@ -1152,8 +1197,8 @@ impl Element<'_> {
                 }
                 self.stats.outputs.push(Output {
                     packet: head.packet,
-                    pts: self.t0 + Nanos(pts.min(i64::MAX as u64) as i64),
-                    leave: self.t0 + Nanos(now as i64),
+                    pts: local(self.t0, pts),
+                    leave: local(self.t0, now),
                     discont,
                 });
             }
@@ -1195,6 +1240,7 @@ pub fn simulate(cfg: &Config, packets: &[Sample], clock_rate: Option<u32>) -> Si
         gap_len: 0,
         queue: std::collections::VecDeque::with_capacity(64),
         timers: std::collections::VecDeque::with_capacity(16),
+        timer_bits: vec![0; 1024],
         stats: Stats {
             outputs: Vec::with_capacity(packets.len()),
             ..Stats::default()

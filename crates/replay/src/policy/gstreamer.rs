@@ -158,7 +158,7 @@ fn play(config: &GStreamerConfig, stream: &PlayoutStream<'_>) -> PlayoutRun {
         let mut at: Vec<Nanos> = vec![UNSET; n];
         for o in &sim.stats.outputs {
             if let Some(k) = index(o.packet as usize) {
-                let play = o.pts + latency;
+                let play = Nanos(o.pts.as_nanos().saturating_add(latency.as_nanos()));
                 at[k] = at[k].max(play);
                 in_time[k] += u32::from(o.leave <= play);
             }
