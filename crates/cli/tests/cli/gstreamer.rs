@@ -1,14 +1,15 @@
 //! The `gstreamer` preset against the real GStreamer `rtpjitterbuffer`, on every audio (and
 //! video) stream of the shared captures at latencies 20, 60 and 200 ms, and with
-//! `drop-on-latency` at 20 and 60 ms.
+//! `drop-on-latency` at 20 and 60 ms (once with `do-lost`).
 //!
 //! The peer is `shared/tools/gst_jitterbuffer.py`: GStreamer's own element in a GstHarness on a
-//! GstTestClock driven by the capture's arrival times. For each (stream, latency) it is run
-//! once; the element's `num-pushed`, `num-lost`, `num-late` and `num-duplicates` must equal the
-//! model's, and every pushed buffer (in push order) must have the same sequence number and an
-//! output PTS and leave time within 1 ms of the model's. It skips (with a message) when
-//! Python's `gi` with GStreamer and GstCheck is missing, and fails then under
-//! `JITTERLAB_REQUIRE_PEERS`.
+//! GstTestClock driven by the capture's arrival times. For each (stream, configuration) it is
+//! run once; the element's `num-pushed`, `num-lost`, `num-late` and `num-duplicates`, its
+//! drop-on-latency and late-for-sink counts must equal the model's, `avg-jitter` to the
+//! nanosecond, and every pushed buffer (in push order) must have the same sequence number and
+//! an output PTS and leave time within 1 ms of the model's; with `do-lost`, so must every lost
+//! event. It skips (with a message) when Python's `gi` with GStreamer and GstCheck is missing,
+//! and fails then under `JITTERLAB_REQUIRE_PEERS`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -222,6 +223,14 @@ fn compare(case: &Case, decoded: &Decoded, peer: &Value) -> Outcome {
                 st[key]
             ));
         }
+    }
+    // avg-jitter is in ns, the model's in ms.
+    let jitter = st["avg-jitter"].as_f64().unwrap_or(f64::NAN) / 1e6;
+    if (jitter - stats.avg_jitter_ms).abs() > 1e-6 {
+        out.problems.push(format!(
+            "{name}: avg-jitter {jitter} ms (element) vs {} ms (model)",
+            stats.avg_jitter_ms
+        ));
     }
     for (key, ours) in [
         ("dropped_on_latency", stats.dropped_on_latency),
