@@ -41,6 +41,7 @@ pub mod decision;
 pub mod engine;
 mod error;
 pub mod grid;
+pub mod gstreamer;
 pub mod metrics;
 pub mod mirror;
 pub mod neteq;
@@ -62,9 +63,9 @@ pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use playout::{Media, PlayoutStream};
 pub use policy::{
-    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, JitterConfig,
-    MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig, Registry,
-    SourceConfig, WebRtcVideoConfig,
+    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, GStreamerConfig,
+    JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig,
+    Registry, SourceConfig, WebRtcVideoConfig,
 };
 pub use run::{
     Frame, FrameClock, FramePlan, Prepared, Replay, Stream, StreamPlayout, TracePlayout,

@@ -6,6 +6,7 @@
 //! - `discover`: layouts proposed for unknown protocols.
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
+//! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 
 mod bad_input;
@@ -13,6 +14,7 @@ mod commands;
 mod contracts;
 mod discover;
 mod games;
+mod gstreamer;
 mod live;
 mod media;
 mod peers;

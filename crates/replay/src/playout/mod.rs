@@ -233,6 +233,8 @@ pub enum PlayoutDetail {
     Wireshark(crate::policy::WiresharkStats),
     /// libwebrtc's video timing: its delays and the frames it dropped.
     WebRtcVideo(crate::video::WebRtcVideoStats),
+    /// GStreamer `rtpjitterbuffer`'s `stats` and what else its model counted.
+    GStreamer(crate::gstreamer::Stats),
 }
 
 impl PlayoutDetail {
@@ -247,6 +249,7 @@ impl PlayoutDetail {
             Self::AsteriskFixed(_) => "asterisk-fixed",
             Self::Wireshark(_) => "wireshark",
             Self::WebRtcVideo(_) => "webrtc_video",
+            Self::GStreamer(_) => "gstreamer",
         }
     }
 
@@ -332,6 +335,18 @@ impl PlayoutDetail {
                 } else {
                     String::new()
                 }
+            ),
+            Self::GStreamer(g) => format!(
+                "rtpjitterbuffer pushed {}, lost {}, late {}, duplicates {}; {} pushed after \
+                 PTS + latency; {} dropped on latency, {} resets; avg jitter {:.3} ms",
+                g.num_pushed,
+                g.num_lost,
+                g.num_late,
+                g.num_duplicates,
+                g.late_for_sink,
+                g.dropped_on_latency,
+                g.resets,
+                g.avg_jitter_ms
             ),
         }
     }

@@ -114,6 +114,8 @@ pub struct PlayoutStream<'a> {
     pub offset: Nanos,
     units: Cow<'a, [Sample]>,
     slots: Vec<Slot>,
+    packets: &'a [Sample],
+    packet_slots: Vec<Option<i64>>,
     /// What was set aside or repaired.
     pub prepared: Prepared,
     /// Video: how frames were assembled (its counts and inactive spans; the frames
@@ -126,17 +128,24 @@ impl<'a> PlayoutStream<'a> {
     /// sender time.
     pub fn new(id: u32, samples: &'a [Sample], media: Media, offset: Nanos) -> Self {
         let mut prepared = Prepared::default();
-        let (units, frames) = if media.is_video() {
+        let (units, frames, packet_slots) = if media.is_video() {
             let mut assembly = crate::video::assemble(samples);
+            let slots = frame_of_packets(samples, &assembly.packet_frames);
             // The frames become the units; the assembly keeps its counts and inactive spans.
             (
                 Cow::Owned(std::mem::take(&mut assembly.frames)),
                 Some(assembly),
+                slots,
             )
         } else if media.kind.is_some() {
-            (clean_media(samples, &media, &mut prepared), None)
+            let (units, slots) = clean_media(samples, &media, &mut prepared);
+            (units, None, slots)
         } else {
-            (Cow::Borrowed(samples), None)
+            (
+                Cow::Borrowed(samples),
+                None,
+                samples.iter().map(|s| Some(s.seq)).collect(),
+            )
         };
         let units = rebase(units, &mut prepared);
         let slots = slots_of(&units, &media, &mut prepared);
@@ -146,6 +155,8 @@ impl<'a> PlayoutStream<'a> {
             offset,
             units,
             slots,
+            packets: samples,
+            packet_slots,
             prepared,
             frames,
         }
@@ -177,6 +188,20 @@ impl<'a> PlayoutStream<'a> {
     /// Every slot from the lowest to the highest sequence number, in order.
     pub fn slots(&self) -> &[Slot] {
         &self.slots
+    }
+
+    /// The stream's packets as they arrived (in arrival order, before anything was set aside,
+    /// renumbered or assembled): what a packet-level model such as GStreamer's
+    /// `rtpjitterbuffer` is fed.
+    pub fn packets(&self) -> &'a [Sample] {
+        self.packets
+    }
+
+    /// For each of [`PlayoutStream::packets`], the sequence number of the slot it plays in
+    /// (its renumbered unit, or its video frame's index); `None` for a packet set aside (DTMF,
+    /// another clock).
+    pub fn packet_slots(&self) -> &[Option<i64>] {
+        &self.packet_slots
     }
 
     /// Whether nothing plays.
@@ -211,7 +236,7 @@ fn clean_media<'a>(
     samples: &'a [Sample],
     media: &Media,
     prepared: &mut Prepared,
-) -> Cow<'a, [Sample]> {
+) -> (Cow<'a, [Sample]>, Vec<Option<i64>>) {
     let main = media.payload_type;
     let main_clock = samples
         .iter()
@@ -248,23 +273,41 @@ fn clean_media<'a>(
         }
     }
     if dropped.is_empty() {
-        return Cow::Borrowed(samples);
+        return (
+            Cow::Borrowed(samples),
+            samples.iter().map(|s| Some(s.seq)).collect(),
+        );
     }
     dropped.sort_unstable();
     dropped.dedup();
-    Cow::Owned(
-        samples
-            .iter()
-            .filter(|s| keep(s).is_ok())
-            .map(|s| {
-                let below = dropped.partition_point(|&d| d < s.seq) as i64;
-                Sample {
-                    seq: s.seq - below,
-                    ..s.clone()
-                }
-            })
-            .collect(),
-    )
+    let renumber = |s: &Sample| s.seq - dropped.partition_point(|&d| d < s.seq) as i64;
+    let slots = samples
+        .iter()
+        .map(|s| keep(s).is_ok().then(|| renumber(s)))
+        .collect();
+    let units = samples
+        .iter()
+        .filter(|s| keep(s).is_ok())
+        .map(|s| Sample {
+            seq: renumber(s),
+            ..s.clone()
+        })
+        .collect();
+    (Cow::Owned(units), slots)
+}
+
+/// Each video packet's frame number, as [`crate::video::assemble`] numbered them (by
+/// sequence number: a duplicate goes with its first copy).
+fn frame_of_packets(packets: &[Sample], numbers: &[(i64, i64)]) -> Vec<Option<i64>> {
+    packets
+        .iter()
+        .map(|p| {
+            numbers
+                .binary_search_by_key(&p.seq, |&(seq, _)| seq)
+                .ok()
+                .map(|k| numbers[k].1)
+        })
+        .collect()
 }
 
 /// Re-bases timestamps that go backwards, or jump further ahead than the arrivals and the

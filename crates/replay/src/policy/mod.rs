@@ -65,6 +65,7 @@ presets! {
     asterisk_fixed: AsteriskFixedConfig,
     wireshark: WiresharkConfig,
     webrtc_video: WebRtcVideoConfig,
+    gstreamer: GStreamerConfig,
 }
 
 pub use baresip::BaresipStats;

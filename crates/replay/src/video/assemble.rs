@@ -42,6 +42,10 @@ pub struct Assembly {
     /// arrival to the next packet's (the last runs to [`Nanos::MAX`]), in time order.
     #[serde(skip)]
     pub inactive: Vec<(Nanos, Nanos)>,
+    /// Each received sequence number's frame number (complete or not), by sequence number:
+    /// where a per-packet buffer (GStreamer's) plays each packet.
+    #[serde(skip)]
+    pub packet_frames: Vec<(i64, i64)>,
     /// Frames the sender sent, as far as the packets tell: complete + incomplete.
     #[serde(rename = "frames")]
     pub total: u64,
@@ -114,9 +118,10 @@ pub fn assemble(packets: &[Sample]) -> Assembly {
     let before = by_seq.len();
     by_seq.dedup_by_key(|s| s.seq);
     out.duplicates = (before - by_seq.len()) as u64;
-    let open = group(&by_seq, &mut out);
+    let (open, member) = group(&by_seq, &mut out);
     let spacing = frame_spacing(&open);
     let mut index = 0i64;
+    let mut numbers = Vec::with_capacity(open.len());
     for (i, f) in open.iter().enumerate() {
         let prev = i.checked_sub(1).map(|j| &open[j]);
         let next = open.get(i + 1);
@@ -147,6 +152,7 @@ pub fn assemble(packets: &[Sample]) -> Assembly {
                 head_intact = p.marker_last && lost == missing;
             }
         }
+        numbers.push(index);
         let tail = match next {
             _ if f.marker_last => Tail::Marker,
             Some(n) if n.first_seq == f.last_seq + 1 => Tail::NextTimestamp,
@@ -190,6 +196,11 @@ pub fn assemble(packets: &[Sample]) -> Assembly {
         index += 1;
     }
     out.frames.sort_by_key(|f| (f.arrival, f.seq));
+    out.packet_frames = by_seq
+        .iter()
+        .zip(&member)
+        .map(|(p, &j)| (p.seq, numbers[j]))
+        .collect();
     out
 }
 
@@ -208,8 +219,10 @@ enum Tail {
 
 /// Packets (sequence order, no duplicates) grouped into frames by timestamp, with a run of a
 /// timestamp seen in one of the last few frames merged back into it (interleaving).
-fn group(by_seq: &[&Sample], out: &mut Assembly) -> Vec<Open> {
+/// Returns the frames and, per packet, the frame it went into.
+fn group(by_seq: &[&Sample], out: &mut Assembly) -> (Vec<Open>, Vec<usize>) {
     let mut open: Vec<Open> = Vec::new();
+    let mut member = Vec::with_capacity(by_seq.len());
     let mut last_pt: Option<Option<u8>> = None;
     for (k, p) in by_seq.iter().enumerate() {
         if let Some(pt) = last_pt
@@ -228,6 +241,7 @@ fn group(by_seq: &[&Sample], out: &mut Assembly) -> Vec<Open> {
                 (from..n.saturating_sub(1)).find(|&j| open[j].ts == p.rtp_timestamp)
             }
         };
+        member.push(into.unwrap_or(n));
         match into {
             Some(j) => {
                 if j + 1 < n {
@@ -263,7 +277,7 @@ fn group(by_seq: &[&Sample], out: &mut Assembly) -> Vec<Open> {
             }),
         }
     }
-    open
+    (open, member)
 }
 
 /// The stream's usual timestamp step between adjacent frames (no sequence gap between them):
