@@ -19,11 +19,13 @@ for run in 1 2 3; do
   fi
 done
 GST=../shared/tools/gst_jitterbuffer.py
-if [ -x "$(command -v python3)" ] && [ -f "$GST" ] && python3 -c "import gi" 2> /dev/null; then
+# The peer runs on the system Python, where python3-gi is installed (its shebang).
+PY=${PYTHON:-/usr/bin/python3}
+if [ -x "$PY" ] && [ -f "$GST" ] && "$PY" -c "import gi" 2> /dev/null; then
   packets=$("$BIN" info "${CALLS[0]}" --json | python3 -c "import json,sys; print(sum(s['packets'] for s in json.load(sys.stdin)['streams']))")
   ssrc=$("$BIN" info "${CALLS[0]}" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['streams'][0]['ssrc'])")
   start=$(date +%s.%N)
-  python3 "$GST" "${CALLS[0]}" --ssrc "$ssrc" --latency 200 --summary > /dev/null
+  "$PY" "$GST" "${CALLS[0]}" --ssrc "$ssrc" --latency 200 --summary > /dev/null
   end=$(date +%s.%N)
   python3 -c "print(f'real rtpjitterbuffer (gst_jitterbuffer.py, one latency, one stream of $packets packets in total): {$packets / ($end - $start) / 1e6:.3f} M packets/s')"
 fi
