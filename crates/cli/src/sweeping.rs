@@ -182,13 +182,25 @@ pub(crate) fn execute_playout(
     let options = o.quality.options()?;
     let traces: Vec<PlayoutTrace<'_>> = loaded.iter().map(|l| l.prepare_playout(clock)).collect();
     let total = sweep::pairs_in(shard, traces.len(), policies.len());
+    with_progress(o, total, |done| {
+        sweep::run_playout(&traces, policies, options, shard, done)
+    })
+}
+
+/// Runs `work` on `o.threads` worker threads with a progress bar of `total` steps on a
+/// terminal (`work` ticks it through the callback it is given).
+fn with_progress(
+    o: &SweepOptions,
+    total: usize,
+    work: impl FnOnce(&(dyn Fn() + Sync)) -> Result<Vec<Row>, jitterlab_replay::Error> + Send,
+) -> Result<Vec<Row>> {
     let bar = progress(o, total);
     let done = || bar.inc(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(o.threads.unwrap_or(0))
         .build()
         .context("cannot start the worker threads")?;
-    let rows = pool.install(|| sweep::run_playout(&traces, policies, options, shard, &done))?;
+    let rows = pool.install(|| work(&done))?;
     bar.finish_and_clear();
     Ok(rows)
 }
@@ -218,15 +230,9 @@ pub(crate) fn execute(
     frames.validate()?;
     let clock: ClockMapping = o.clock.parse()?;
     let total = sweep::pairs_in(shard, traces.len(), policies.len());
-    let bar = progress(o, total);
-    let done = || bar.inc(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(o.threads.unwrap_or(0))
-        .build()
-        .context("cannot start the worker threads")?;
-    let rows = pool.install(|| sweep::run(traces, policies, &frames, clock, shard, &done))?;
-    bar.finish_and_clear();
-    Ok(rows)
+    with_progress(o, total, |done| {
+        sweep::run(traces, policies, &frames, clock, shard, done)
+    })
 }
 
 /// The limits and objective of the tune rule, shared by `tune` and `report`.

@@ -199,14 +199,44 @@ fn print_playout_text(
         c.min_mos
             .map_or(String::new(), |m| format!(", MOS ≥ {m:.2}")),
     )?;
+    print_verdicts(
+        out,
+        t,
+        policies,
+        &Verdicts {
+            line: playout_line,
+            flag: "--playout ",
+            width: 13,
+            frontier: "delay/concealment",
+        },
+    )
+}
+
+/// How a mode words the tuning's verdicts.
+struct Verdicts {
+    /// One candidate's worst figures.
+    line: fn(&Candidate) -> String,
+    /// What goes before `--policy` to replay it.
+    flag: &'static str,
+    /// The width of the policy-name column.
+    width: usize,
+    /// What the Pareto frontier trades.
+    frontier: &'static str,
+}
+
+/// The recommendation, the runner-up of every other policy, the rejected policies and the
+/// counts, in the words of `v`.
+fn print_verdicts(
+    out: &mut impl Write,
+    t: &Tuning,
+    policies: &[Policy],
+    v: &Verdicts,
+) -> Result<()> {
+    let w = v.width;
     match t.recommendation.and_then(|r| t.candidate(r)) {
         Some(rec) => {
-            writeln!(
-                out,
-                "\nRecommendation (worst trace: {}):",
-                playout_line(rec)
-            )?;
-            writeln!(out, "  --playout --policy {}", policies[rec.config])?;
+            writeln!(out, "\nRecommendation (worst trace: {}):", (v.line)(rec))?;
+            writeln!(out, "  {}--policy {}", v.flag, policies[rec.config])?;
         }
         None => writeln!(out, "\nNo configuration meets the limits on every trace.")?,
     }
@@ -216,9 +246,10 @@ fn print_playout_text(
             if let Some(cand) = t.candidate(r) {
                 writeln!(
                     out,
-                    "  {:<13} {}\n                {}",
+                    "  {:<w$} {}\n   {:w$}{}",
                     policies[r].name(),
-                    playout_line(cand),
+                    (v.line)(cand),
+                    "",
                     policies[r]
                 )?;
             }
@@ -227,15 +258,16 @@ fn print_playout_text(
     if !t.rejected.is_empty() {
         writeln!(out, "\nRejected:")?;
         for (p, why) in &t.rejected {
-            writeln!(out, "  {p:<13} {why}")?;
+            writeln!(out, "  {p:<w$} {why}")?;
         }
     }
     let feasible = t.candidates.iter().filter(|c| c.rejected.is_none()).count();
     writeln!(
         out,
-        "\n{feasible} of {} configurations meet the limits; {} are on the delay/concealment Pareto frontier.",
+        "\n{feasible} of {} configurations meet the limits; {} are on the {} Pareto frontier.",
         t.candidates.len(),
-        t.frontier.len()
+        t.frontier.len(),
+        v.frontier
     )?;
     Ok(())
 }
@@ -258,41 +290,17 @@ fn print_text(
             .map_or(String::new(), |e| format!(", p99 error ≤ {e}")),
         c.objective.describe()
     )?;
-    match t.recommendation.and_then(|r| t.candidate(r)) {
-        Some(rec) => {
-            writeln!(out, "\nRecommendation (worst trace: {}):", line(rec))?;
-            writeln!(out, "  --policy {}", policies[rec.config])?;
-        }
-        None => writeln!(out, "\nNo configuration meets the limits on every trace.")?,
-    }
-    if !t.runners_up.is_empty() {
-        writeln!(out, "\nRunner-up per policy:")?;
-        for &r in &t.runners_up {
-            if let Some(cand) = t.candidate(r) {
-                writeln!(
-                    out,
-                    "  {:<9} {}\n            {}",
-                    policies[r].name(),
-                    line(cand),
-                    policies[r]
-                )?;
-            }
-        }
-    }
-    if !t.rejected.is_empty() {
-        writeln!(out, "\nRejected:")?;
-        for (p, why) in &t.rejected {
-            writeln!(out, "  {p:<9} {why}")?;
-        }
-    }
-    let feasible = t.candidates.iter().filter(|c| c.rejected.is_none()).count();
-    writeln!(
+    print_verdicts(
         out,
-        "\n{feasible} of {} configurations meet the limits; {} are on the delay/hold-ratio Pareto frontier.",
-        t.candidates.len(),
-        t.frontier.len()
-    )?;
-    Ok(())
+        t,
+        policies,
+        &Verdicts {
+            line,
+            flag: "",
+            width: 9,
+            frontier: "delay/hold-ratio",
+        },
+    )
 }
 
 /// The report of `tune --report`: the tuning of `policies`, its rule in words (`why`).

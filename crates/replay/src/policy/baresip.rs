@@ -51,7 +51,7 @@ use jitterlab_capture::Nanos;
 use serde::Serialize;
 
 use super::keys::{auto_duration, format_auto, key, number, print, print_duration};
-use super::{Built, DelayModel, Key, KeyError, Preset, duration_key};
+use super::{DelayModel, Key, KeyError, Preset, duration_key};
 use crate::playout::player::{self, Emitter};
 use crate::playout::{PlayoutDetail, PlayoutRun, PlayoutStream};
 
@@ -214,9 +214,6 @@ impl Preset for BaresipConfig {
         DelayModel::Own
     }
 
-    fn engine(&self) -> Built {
-        unreachable!("baresip is playout-only: snapshot replay refuses it before asking")
-    }
 
     fn playout(&self, stream: &PlayoutStream<'_>) -> Option<PlayoutRun> {
         Some(playout_baresip(stream, self))
