@@ -100,6 +100,14 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         if let Some(inferred) = &info.send_inferred {
             writeln!(out, "  {}", describe_send(inferred))?;
         }
+        if info.ssrc.is_some() && (info.encoding.is_some() || info.media.is_some()) {
+            writeln!(
+                out,
+                "  {} {}",
+                info.media.map_or("media", |m| m.name()),
+                info.encoding.as_deref().unwrap_or("(encoding unknown)")
+            )?;
+        }
         if let Some(c) = info.clock_inferred {
             match c.hz {
                 Some(hz) => writeln!(
@@ -364,6 +372,8 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
         "src": info.src.map(|e| e.0.to_string()),
         "dst": info.dst.map(|e| e.0.to_string()),
         "payload_type": info.payload_type,
+        "encoding": info.encoding,
+        "media": info.media.map(|m| m.name()),
         "clock_rate": info.clock_rate,
         "probe_stream": info.probe_stream,
         "channels": info.channels,

@@ -427,10 +427,14 @@ fn capture_a_real_gstreamer_rtp_source() {
         (s["payload_type"].as_u64(), s["clock_rate"].as_u64()),
         (Some(0), Some(8000))
     );
-    // 20 ms packets paced in real time: about 2 s from first to last, little jitter.
+    // 20 ms packets paced in real time: at least about 2 s from first to last (pacing cannot
+    // run ahead of the clock; how far a loaded machine lets it fall behind, and the jitter
+    // that makes, are printed, not asserted: no timed assertions in tests).
     let secs = s["duration_s"].as_f64().unwrap();
-    assert!((1.8..2.5).contains(&secs), "{secs}");
-    assert!(s["jitter_ms"]["max"].as_f64().unwrap() < 10.0);
+    assert!(secs >= 1.8, "{secs}");
+    let jitter = s["jitter_ms"]["max"].as_f64().unwrap();
+    assert!(jitter.is_finite() && jitter >= 0.0, "{jitter}");
+    eprintln!("live GStreamer source: {secs:.3} s, max jitter {jitter:.3} ms");
     // Every packet: 12-byte header + 160 µ-law bytes, timestamps 160 apart.
     let recs: Vec<_> = records(&out)
         .into_iter()
