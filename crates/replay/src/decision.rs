@@ -144,6 +144,12 @@ pub struct NetEqPlayout {
     pub stats: NetEqStats,
     /// The operation of every decision, with its local time (for timelines).
     pub decisions: Vec<(Nanos, Operation)>,
+    /// NetEq's target delay when each event happened, in `events` order.
+    pub targets: Vec<Nanos>,
+    /// Audio inserted by preemptive expansion.
+    pub inserted: Nanos,
+    /// Audio removed by acceleration.
+    pub removed: Nanos,
 }
 
 struct Slot {
@@ -333,6 +339,7 @@ impl<'a> Sim<'a> {
     }
 
     fn conceal(&mut self, seq: i64, at: Nanos, arrival_of: &HashMap<i64, Nanos>) {
+        self.out.targets.push(Nanos::from_millis(self.target_ms()));
         self.out.events.push(PlayoutEvent::Concealed {
             seq,
             at,
@@ -349,10 +356,11 @@ impl<'a> Sim<'a> {
             self.sync_ms -= TICK_MS;
             return;
         }
-        // Frames whose slots already passed are obsolete.
+        // Frames whose slots already passed are obsolete (by timestamp, or by slot when the
+        // timestamps do not follow the sequence).
         let target_ts = self.target_ts();
-        while let Some((&ts, _)) = self.buffer.first_key_value() {
-            if ts >= target_ts {
+        while let Some((&ts, &(slot, _))) = self.buffer.first_key_value() {
+            if ts >= target_ts && slot >= self.next_slot {
                 break;
             }
             self.buffer.pop_first();
@@ -393,6 +401,7 @@ impl<'a> Sim<'a> {
                     self.next_slot += 1;
                 }
                 let s = &self.slots[slot];
+                self.out.targets.push(Nanos::from_millis(target));
                 self.out.events.push(PlayoutEvent::Played {
                     seq: s.seq,
                     at: now,
@@ -487,6 +496,8 @@ impl<'a> Sim<'a> {
             s.preemptive_rate = self.inserted_ms as f64 / out_ms;
             s.mean_target_ms = self.target_sum / s.ticks as f64;
         }
+        self.out.inserted = Nanos::from_millis(self.inserted_ms);
+        self.out.removed = Nanos::from_millis(self.removed_ms);
         if self.levels > 0 {
             s.mean_buffer_level_ms = self.level_sum / self.levels as f64;
         }

@@ -6,7 +6,7 @@
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{MediaKind, Sample};
 use jitterlab_replay::grid::{DEFAULT_MAX_CONFIGS, default_playout_grid_for};
-use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics, QualityOptions};
+use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics, QualityOptions, Targets};
 use jitterlab_replay::{ClockMapping, Media, PlayoutStream, Policy};
 use proptest::prelude::*;
 
@@ -110,6 +110,10 @@ proptest! {
                     let slot = slots[(seq - slots[0].seq) as usize];
                     prop_assert!(slot.arrival.is_some_and(|a| a <= at), "{} {:?}", policy, slot);
                 }
+            }
+            // A target per event, when the policy records them one by one.
+            if let Targets::PerEvent(t) = &run.targets {
+                prop_assert_eq!(t.len(), run.events.len(), "{}", policy);
             }
             let m = PlayoutMetrics::measure(&stream, &run, QualityOptions::default()).report();
             prop_assert_eq!(m.summary.frames as usize, slots.len());

@@ -104,7 +104,9 @@ impl Preset for NetEqConfig {
         Some(PlayoutRun {
             events: run.events,
             detail: Some(PlayoutDetail::NetEq(run.stats)),
-            ..PlayoutRun::default()
+            targets: crate::playout::Targets::PerEvent(run.targets),
+            inserted: run.inserted,
+            removed: run.removed,
         })
     }
 }
