@@ -55,6 +55,16 @@ impl Media {
         }
     }
 
+    /// G.711 A-law audio at 8 kHz, payload type 8: the media of most SIP calls (and of tests).
+    pub fn pcma() -> Self {
+        Self {
+            kind: Some(MediaKind::Audio),
+            clock_rate: Some(8000),
+            encoding: Some("PCMA".to_owned()),
+            payload_type: Some(8),
+        }
+    }
+
     /// Whether the stream is video.
     pub fn is_video(&self) -> bool {
         self.kind == Some(MediaKind::Video)
@@ -455,12 +465,7 @@ mod tests {
     }
 
     fn audio() -> Media {
-        Media {
-            kind: Some(MediaKind::Audio),
-            clock_rate: Some(8000),
-            encoding: Some("PCMA".into()),
-            payload_type: Some(8),
-        }
+        Media::pcma()
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! hand-computed stream.
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::decode::{MediaKind, Sample};
+use jitterlab_capture::decode::Sample;
 
 use super::*;
 use crate::playout::{Media, PlayoutEvent, PlayoutStream};
@@ -212,12 +212,7 @@ fn pcma(seq: i64, arrival_ms: i64) -> Sample {
 }
 
 fn audio() -> Media {
-    Media {
-        kind: Some(MediaKind::Audio),
-        clock_rate: Some(8000),
-        encoding: Some("PCMA".into()),
-        payload_type: Some(8),
-    }
+    Media::pcma()
 }
 
 /// Hand-computed, 20 ms frames arriving at 20·k ms except frame 3 at 141 ms, through a 50 ms

@@ -3,7 +3,7 @@
 //! expected answers and counters; then the drivers and the preset.
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::decode::{MediaKind, Sample};
+use jitterlab_capture::decode::Sample;
 
 use super::*;
 use crate::playout::{Media, PlayoutEvent, PlayoutStream, summarize};
@@ -300,12 +300,7 @@ fn pcma(seq: i64, send_ms: i64, arrival_us: i64) -> Sample {
 }
 
 fn audio() -> Media {
-    Media {
-        kind: Some(MediaKind::Audio),
-        clock_rate: Some(8000),
-        encoding: Some("PCMA".into()),
-        payload_type: Some(8),
-    }
+    Media::pcma()
 }
 
 /// The preset over a steady stream: every frame plays, once, in order, a constant target

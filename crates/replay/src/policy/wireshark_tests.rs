@@ -2,7 +2,7 @@
 //! first-packet and the minimum-transit references and the three timing modes.
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::decode::{MediaKind, Sample};
+use jitterlab_capture::decode::Sample;
 
 use super::*;
 use crate::playout::{Media, PlayoutEvent, PlayoutStream};
@@ -23,12 +23,7 @@ fn pcma(seq: i64, send_ms: i64, arrival_ms: i64) -> Sample {
 }
 
 fn audio() -> Media {
-    Media {
-        kind: Some(MediaKind::Audio),
-        clock_rate: Some(8000),
-        encoding: Some("PCMA".into()),
-        payload_type: Some(8),
-    }
+    Media::pcma()
 }
 
 fn run(samples: &mut [Sample], policy: &str) -> (Vec<PlayoutEvent>, WiresharkStats) {

@@ -52,12 +52,7 @@ fn the_default_playout_grid_sweeps_latency_and_drop_on_latency() {
 }
 
 fn audio() -> Media {
-    Media {
-        kind: Some(MediaKind::Audio),
-        clock_rate: Some(8000),
-        encoding: Some("PCMA".into()),
-        payload_type: Some(8),
-    }
+    Media::pcma()
 }
 
 fn rtp(seq: i64, ts: i64, arrival_ms: i64, pt: u8, clock: u32) -> Sample {
