@@ -27,7 +27,13 @@ pub(crate) fn describe(err: &anyhow::Error) -> String {
             break;
         }
         hint = hint.or_else(|| replay.and_then(replay_flag));
-        parts.push(cause.to_string());
+        let text = cause.to_string();
+        // A cause that already says what its context says (`cannot write X` over `cannot
+        // write X: No space left on device`) replaces it rather than repeating it.
+        if parts.last().is_some_and(|last| text.starts_with(last.as_str())) {
+            parts.pop();
+        }
+        parts.push(text);
     }
     parts.join(": ") + &hint.unwrap_or_default()
 }
@@ -78,3 +84,34 @@ fn replay_flag(err: &Replay) -> Option<String> {
     };
     Some(format!(" ({flag})"))
 }
+
+/// "The command ran, and the answer is no" (exit code 1): `tune` found no configuration that
+/// meets the limits. What the command printed is its answer; this says it in one line on
+/// stderr (unless `--quiet`).
+#[derive(Debug)]
+pub(crate) struct AnswerIsNo(pub(crate) String);
+
+impl std::fmt::Display for AnswerIsNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AnswerIsNo {}
+
+/// The exit codes, as `--help` and the README state them.
+pub(crate) mod exit {
+    /// Done: the command did what was asked (also when stdout was closed early, `| head`).
+    pub(crate) const DONE: u8 = 0;
+    /// Ran, but the answer is no: no configuration meets the limits.
+    pub(crate) const NO: u8 = 1;
+    /// Bad input or usage: a flag, a file, a value; nothing half-written is left behind.
+    pub(crate) const BAD_INPUT: u8 = 2;
+}
+
+/// The footer of `jitterlab --help`.
+pub(crate) const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  done
+  1  ran, but the answer is no (tune: no configuration meets the limits on every trace)
+  2  bad input or usage (the error names the flag or the file; no partial output is left)";

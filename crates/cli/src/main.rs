@@ -6,17 +6,30 @@
 mod cmd;
 mod errors;
 mod input;
+mod say;
 mod sweeping;
 
 use std::io;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::errors::{AnswerIsNo, exit};
 
 /// Record-and-replay toolkit for jitter buffers and snapshot interpolation.
 #[derive(Debug, Parser)]
-#[command(name = "jitterlab", version, about, long_about = None)]
+#[command(
+    name = "jitterlab",
+    version = env!("JITTERLAB_VERSION"),
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = errors::EXIT_CODES_HELP,
+)]
 struct Cli {
+    /// Print only the answer, warnings and errors: no notes, summaries or progress on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,10 +62,15 @@ enum Command {
     Tune(cmd::tune::Args),
     /// Generate a synthetic trace with ground truth from a seeded network model.
     Synth(cmd::synth::Args),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(cmd::completions::Args),
+    /// Write the manual pages (jitterlab.1 and one per command), or print jitterlab.1.
+    Man(cmd::man::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    say::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Capture(args) => cmd::capture::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
@@ -65,13 +83,19 @@ fn main() -> ExitCode {
         Command::Synth(args) => cmd::synth::run(&args),
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Tune(args) => cmd::tune::run(&args),
+        Command::Completions(args) => cmd::completions::run(&args, Cli::command()),
+        Command::Man(args) => cmd::man::run(&args, Cli::command()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS, // `jitterlab … | head`
+        Ok(()) => ExitCode::from(exit::DONE),
+        Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::DONE), // `jitterlab … | head`
+        Err(err) if err.is::<AnswerIsNo>() => {
+            say::note!("{err}");
+            ExitCode::from(exit::NO)
+        }
         Err(err) => {
             eprintln!("error: {}", errors::describe(&err));
-            ExitCode::from(2)
+            ExitCode::from(exit::BAD_INPUT)
         }
     }
 }
