@@ -5,6 +5,9 @@
 //! the temporary file, so a half-written output never takes the final name. A destination that
 //! exists and is not a regular file (`/dev/stdout`, a FIFO) is written directly instead: it is
 //! never replaced by a rename, and write errors on it are errors.
+//!
+//! Every I/O error names the destination (`cannot write /dev/full: No space left on device`),
+//! with its kind kept, so callers need add no context of their own.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -83,24 +86,51 @@ impl AtomicFile {
     /// I/O errors; the temporary file is removed on failure.
     pub fn commit(mut self) -> Result<(), Error> {
         let out = self.out.take().expect("commit is called once");
-        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| named(&self.dest, e.into_error()))?;
         let Some(tmp) = &self.tmp else {
             return Ok(());
         };
-        file.sync_all()?;
+        file.sync_all().map_err(|e| named(&self.dest, e))?;
         drop(file);
-        fs::rename(tmp, &self.dest)?;
+        fs::rename(tmp, &self.dest).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot rename {} to {}: {e}",
+                    tmp.display(),
+                    self.dest.display()
+                ),
+            )
+        })?;
         Ok(())
     }
 }
 
+/// `err` as `cannot write DEST: err`, of the same kind (a closed pipe stays one).
+fn named(dest: &Path, err: io::Error) -> io::Error {
+    io::Error::new(
+        err.kind(),
+        format!("cannot write {}: {err}", dest.display()),
+    )
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out.as_mut().expect("not committed").write(buf)
+        let out = self.out.as_mut().expect("not committed");
+        out.write(buf).map_err(|e| named(&self.dest, e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        // One error for the whole buffer (the default would name the path once per retry).
+        let out = self.out.as_mut().expect("not committed");
+        out.write_all(buf).map_err(|e| named(&self.dest, e))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.out.as_mut().expect("not committed").flush()
+        let out = self.out.as_mut().expect("not committed");
+        out.flush().map_err(|e| named(&self.dest, e))
     }
 }
 
@@ -141,6 +171,7 @@ mod tests {
         f.write_all(b"some bytes").unwrap();
         let err = f.commit().unwrap_err().to_string();
         assert!(err.contains("No space left on device"), "{err}");
+        assert!(err.contains("cannot write /dev/full"), "{err}");
         assert!(fs::metadata(full).unwrap().file_type().is_char_device());
         let mut null = AtomicFile::create("/dev/null", false).unwrap();
         null.write_all(b"gone").unwrap();

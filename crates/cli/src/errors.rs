@@ -30,7 +30,10 @@ pub(crate) fn describe(err: &anyhow::Error) -> String {
         let text = cause.to_string();
         // A cause that already says what its context says (`cannot write X` over `cannot
         // write X: No space left on device`) replaces it rather than repeating it.
-        if parts.last().is_some_and(|last| text.starts_with(last.as_str())) {
+        if parts
+            .last()
+            .is_some_and(|last| text.starts_with(last.as_str()))
+        {
             parts.pop();
         }
         parts.push(text);

@@ -15,11 +15,12 @@ use jitterlab_capture::{Decoded, Format, Header, Reader, Record, RecordKind, Str
 
 /// Decoder options shared by commands that read traces.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Decoding")]
 pub(crate) struct DecodeArgs {
     /// Payload decoder (default: the one the trace names; for captures, each flow judged by
     /// its packets): auto, rtp, probe, enet, kcp, raknet, udp or layout:SPEC (e.g.
     /// layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = crate::values::Decoder)]
     pub(crate) decoder: Option<String>,
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable).
     #[arg(long = "clock-rate", value_name = "PT=HZ")]
@@ -37,6 +38,7 @@ pub(crate) struct DecodeArgs {
 
 /// What playout's quality figures assume, for commands that play audio.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Playout quality")]
 pub(crate) struct QualityArgs {
     /// The codec the E-model's MOS takes (default: the stream's encoding or payload type,
     /// G.711 when neither is known), e.g. g711, g722, g729, amr-12.2, opus, or ie=N,bpl=N.
@@ -73,6 +75,7 @@ impl QualityArgs {
 
 /// Which streams of a trace or capture a command looks at (every one by default).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Selection")]
 pub(crate) struct Selection {
     /// Only this stream (by its index in `jitterlab info`).
     #[arg(long, value_name = "N")]
@@ -224,7 +227,7 @@ pub(crate) fn read_capture(path: &Path, filter: Option<&str>, decoder: &str) -> 
     let (records, summary) =
         pcap::read_capture_all(file, filter.as_ref()).with_context(|| display.to_string())?;
     for problem in summary.problems() {
-        eprintln!("note: {display}: {problem}");
+        crate::say::note!("note: {display}: {problem}");
     }
     let name = path
         .file_name()
@@ -301,7 +304,7 @@ pub(crate) fn load_with_capture(
         })
         .with_context(|| display.to_string())?;
         for problem in summary.problems() {
-            eprintln!("note: {display}: {problem}");
+            crate::say::note!("note: {display}: {problem}");
         }
         (collector.finish(), Some(summary))
     } else {
@@ -328,7 +331,7 @@ pub(crate) fn load_with_capture(
         let mut decoded = collector.finish();
         decoded.trailing_bytes = reader.trailing_bytes();
         if unaddressed > 0 {
-            eprintln!(
+            crate::say::note!(
                 "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
                  cannot match them; they were left out"
             );

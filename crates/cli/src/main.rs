@@ -8,6 +8,7 @@ mod errors;
 mod input;
 mod say;
 mod sweeping;
+mod values;
 
 use std::io;
 use std::process::ExitCode;

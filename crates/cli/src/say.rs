@@ -25,3 +25,31 @@ macro_rules! note {
     };
 }
 pub(crate) use note;
+
+/// Standard output, whose write errors say where they happened (`cannot write to stdout: No
+/// space left on device`) and keep their kind: a closed pipe stays one, which `main` takes as
+/// done (`jitterlab … | head`).
+pub(crate) struct Stdout(std::io::StdoutLock<'static>);
+
+/// The command's answer goes here.
+pub(crate) fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+fn named(err: std::io::Error) -> std::io::Error {
+    std::io::Error::new(err.kind(), format!("cannot write to stdout: {err}"))
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(named)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf).map_err(named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(named)
+    }
+}

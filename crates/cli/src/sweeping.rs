@@ -16,6 +16,7 @@ use crate::input::{DecodeArgs, load};
 
 /// Options shared by `sweep` and `tune`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Sweep")]
 pub(crate) struct SweepOptions {
     /// A grid file (TOML): one table per policy with the values to try per key, e.g.
     /// `[fixed]` `delay = "0ms..300ms step 5ms"` (see docs/sweep.md).
@@ -29,17 +30,14 @@ pub(crate) struct SweepOptions {
     #[arg(long, default_value_t = 60.0)]
     pub(crate) fps: f64,
     /// Clock mapping: estimate (default), hindsight or offset=MS, as for replay.
-    #[arg(long, value_name = "MAPPING", default_value = "estimate")]
+    #[arg(long, value_name = "MAPPING", default_value = "estimate", value_parser = crate::values::Clock)]
     pub(crate) clock: String,
     /// Refuse grids that make more configurations than this.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONFIGS)]
     pub(crate) max_configs: usize,
-    /// Worker threads (default: every core).
-    #[arg(long, value_name = "N")]
+    /// Worker threads (default or 0: every core).
+    #[arg(short = 'j', long, value_name = "N")]
     pub(crate) threads: Option<usize>,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub(crate) quiet: bool,
     /// Skip traces that cannot be read (each is reported) instead of stopping.
     #[arg(long)]
     pub(crate) keep_going: bool,
@@ -71,7 +69,7 @@ pub(crate) fn open(path: &Path, decode: &DecodeArgs) -> Result<TraceStreams> {
     let decoded = load(path, decode)?;
     let streams = TraceStreams::new(path.display().to_string(), decoded)?;
     for note in &streams.skipped {
-        eprintln!("note: {}: {note}", path.display());
+        crate::say::note!("note: {}: {note}", path.display());
     }
     Ok(streams)
 }
@@ -141,7 +139,7 @@ impl Mode {
             loaded.iter().flat_map(TraceStreams::media).collect();
         if !media.is_empty() && media.iter().all(|m| m.kind.is_some()) {
             let video = media.iter().filter(|m| m.is_video()).count();
-            eprintln!(
+            crate::say::note!(
                 "note: playout mode: every stream is RTP {} (--snapshot interpolates snapshots \
                  instead)",
                 match (video, media.len() - video) {
@@ -187,6 +185,18 @@ pub(crate) fn execute_playout(
     })
 }
 
+/// Sizes rayon's global pool, which renders the figures of `report` and `tune --report`, to
+/// `-j N` (0 or none: every core); the sweeps run on a pool of the same size.
+pub(crate) fn use_threads(threads: Option<usize>) -> Result<()> {
+    if let Some(n) = threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .context("cannot start the worker threads")?;
+    }
+    Ok(())
+}
+
 /// Runs `work` on `o.threads` worker threads with a progress bar of `total` steps on a
 /// terminal (`work` ticks it through the callback it is given).
 fn with_progress(
@@ -194,7 +204,7 @@ fn with_progress(
     total: usize,
     work: impl FnOnce(&(dyn Fn() + Sync)) -> Result<Vec<Row>, jitterlab_replay::Error> + Send,
 ) -> Result<Vec<Row>> {
-    let bar = progress(o, total);
+    let bar = progress(total);
     let done = || bar.inc(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(o.threads.unwrap_or(0))
@@ -205,8 +215,8 @@ fn with_progress(
     Ok(rows)
 }
 
-fn progress(o: &SweepOptions, total: usize) -> indicatif::ProgressBar {
-    if o.quiet || !std::io::stderr().is_terminal() {
+fn progress(total: usize) -> indicatif::ProgressBar {
+    if crate::say::quiet() || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(total as u64);
@@ -237,6 +247,7 @@ pub(crate) fn execute(
 
 /// The limits and objective of the tune rule, shared by `tune` and `report`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Limits")]
 pub(crate) struct TuneLimits {
     /// The largest acceptable hold ratio, e.g. 1% or 0.01.
     #[arg(long, value_name = "RATIO", default_value = "1%")]
@@ -245,7 +256,7 @@ pub(crate) struct TuneLimits {
     #[arg(long, value_name = "X")]
     pub(crate) max_p99_error: Option<f64>,
     /// What to minimise among configurations that meet the limits.
-    #[arg(long, value_name = "delay|error", default_value = "delay")]
+    #[arg(long, value_name = "OBJECTIVE", default_value = "delay", value_parser = crate::values::objectives())]
     pub(crate) objective: String,
     /// Playout mode: the largest acceptable share of frames arriving after their play time,
     /// e.g. 1% or 0.01, on every trace.

@@ -16,40 +16,58 @@ use crate::input::parse_addr;
 
 /// Arguments of `jitterlab capture`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab capture --listen 5004 -o call.jtr --duration 60s\n  jitterlab capture --listen 0.0.0.0:7777 --forward 10.0.0.2:7777 -o relay.jtr \\\n      --impair delay=40ms,jitter=15ms,loss=2%,seed=7"
+)]
 pub(crate) struct Args {
     /// Where to listen: HOST:PORT, or PORT alone for 127.0.0.1:PORT (loopback unless told
     /// otherwise).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(help_heading = "Capture", long, value_name = "ADDR")]
     listen: String,
     /// The trace to write (appended to as packets arrive; readable even after a crash).
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(help_heading = "Output", short, long, value_name = "FILE")]
     output: PathBuf,
     /// Overwrite FILE if it exists.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     force: bool,
     /// Stop after this long, e.g. 60s.
-    #[arg(long, value_name = "TIME")]
+    #[arg(help_heading = "Capture", long, value_name = "TIME")]
     duration: Option<String>,
     /// Stop after this many datagrams.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Capture", long, value_name = "N")]
     count: Option<u64>,
     /// Bytes of each datagram's payload to keep (the full length is recorded).
-    #[arg(long, value_name = "BYTES", default_value_t = 65_535)]
+    #[arg(
+        help_heading = "Capture",
+        long,
+        value_name = "BYTES",
+        default_value_t = 65_535
+    )]
     snaplen: usize,
     /// Relay mode: forward client datagrams to this server and its replies back.
-    #[arg(long, value_name = "UPSTREAM")]
+    #[arg(help_heading = "Relay", long, value_name = "UPSTREAM")]
     forward: Option<String>,
     /// Relay mode: impair both directions with a seeded network model, e.g.
     /// delay=40ms,jitter=15ms,loss=2%,burst=4,reorder=1%,duplicate=0.5%,seed=7.
-    #[arg(long, value_name = "SPEC", requires = "forward")]
+    #[arg(
+        help_heading = "Relay",
+        long,
+        value_name = "SPEC",
+        requires = "forward"
+    )]
     impair: Option<String>,
     /// Relay mode: delay packets by a recorded series (one delay in ms per line, or a
     /// Mahimahi delivery trace).
-    #[arg(long, value_name = "FILE", requires = "forward")]
+    #[arg(
+        help_heading = "Relay",
+        long,
+        value_name = "FILE",
+        requires = "forward"
+    )]
     impair_trace: Option<PathBuf>,
     /// Payload decoder named in the trace and used for the live status: rtp, probe or
     /// layout:SPEC (default: picked from the first datagram).
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Decoding", long, value_name = "NAME", value_parser = crate::values::Decoder)]
     decoder: Option<String>,
 }
 
@@ -114,24 +132,36 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let tty = std::io::stderr().is_terminal();
-    eprintln!(
+    let tty = std::io::stderr().is_terminal() && !crate::say::quiet();
+    crate::say::note!(
         "capturing on {listen}{} into {} (Ctrl-C to stop)",
         forward.map_or(String::new(), |u| format!(", relaying to {u}")),
         args.output.display()
     );
-    let summary = live::run(&config, file, &header, &stop, |s| {
+    let summary = match live::run(&config, file, &header, &stop, |s| {
         if tty {
             eprint!("\r\x1b[2K{}", status_line(s));
             let _ = std::io::stderr().flush();
         }
-    })
-    .with_context(|| format!("capture into {}", args.output.display()))?;
+    }) {
+        Ok(summary) => summary,
+        Err(e) => {
+            // Refused before anything was recorded (the address cannot be bound, the
+            // impairment is invalid): the file holds nothing, so it is not left behind.
+            if matches!(
+                e,
+                jitterlab_capture::Error::Listen { .. } | jitterlab_capture::Error::Impairment(_)
+            ) {
+                let _ = std::fs::remove_file(&args.output);
+            }
+            return Err(e).with_context(|| format!("capture into {}", args.output.display()));
+        }
+    };
     if tty {
         eprintln!();
     }
     let st = summary.stats;
-    eprintln!(
+    crate::say::note!(
         "captured {} datagrams from {} stream(s) in {:.1} s into {} ({} records): {} kernel drops, \
          {} queue drops, {} user-space timestamps{}",
         st.received,

@@ -23,7 +23,7 @@ pub(crate) fn run(args: &Args, mut command: clap::Command) -> Result<()> {
     // itself panics on write errors).
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "jitterlab", &mut script);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::say::stdout();
     out.write_all(&script)?;
     out.flush()?;
     Ok(())

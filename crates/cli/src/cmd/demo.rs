@@ -1,6 +1,6 @@
 //! `jitterlab demo`: the main job on an embedded trace, with no argument and no network.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -15,10 +15,20 @@ use jitterlab_report::{run_policies, write_report};
 
 /// Arguments of `jitterlab demo`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab demo\n  jitterlab demo -o /tmp/demo-report --fps 144"
+)]
 pub(crate) struct Args {
-    /// Where to write the report.
-    #[arg(short, long, default_value = "jitterlab-report", value_name = "DIR")]
-    out: PathBuf,
+    /// Where to write the report (`--out` is the old name).
+    #[arg(
+        help_heading = "Output",
+        short,
+        long,
+        alias = "out",
+        default_value = "jitterlab-report",
+        value_name = "DIR"
+    )]
+    output: PathBuf,
     /// Frame rate of the simulated player.
     #[arg(long, default_value_t = 60.0)]
     fps: f64,
@@ -29,7 +39,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let decoded = decode_trace(Reader::new(crate::sweeping::DEMO_TRACE)?, None)
         .context("the embedded demo trace")?;
     let stats = stream_stats(&decoded);
-    let mut out = io::stdout().lock();
+    let mut out = crate::say::stdout();
     if let Some(s) = stats.first() {
         writeln!(
             out,
@@ -76,16 +86,16 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         args.fps
     )?;
     write!(out, "{}", to_text(&table))?;
-    let written = write_report(&args.out, "jitterlab demo", &decoded, 0, &runs)
-        .with_context(|| format!("cannot write the report into {}", args.out.display()))?;
-    writeln!(out, "\nReport written to {}/:", args.out.display())?;
+    let written = write_report(&args.output, "jitterlab demo", &decoded, 0, &runs)
+        .with_context(|| format!("cannot write the report into {}", args.output.display()))?;
+    writeln!(out, "\nReport written to {}/:", args.output.display())?;
     for f in &written.files {
         writeln!(out, "  {}", f.display())?;
     }
     writeln!(
         out,
         "Open {}/index.html to see the figures. ({:.2} s)",
-        args.out.display(),
+        args.output.display(),
         started.elapsed().as_secs_f64()
     )?;
     Ok(())

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -22,6 +22,9 @@ const MIN_FLOW_PACKETS: usize = 20;
 
 /// Arguments of `jitterlab discover`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab discover game.pcapng\n  jitterlab discover game.pcapng --flow 10.0.0.1:5000-10.0.0.2:6000 --json"
+)]
 pub(crate) struct Args {
     /// The trace, or a pcap/pcapng capture, to study.
     trace: PathBuf,
@@ -30,7 +33,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     select: Selection,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     json: bool,
 }
 
@@ -100,7 +103,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     };
     let small = flows.len() - chosen.len();
     if !selected && small > 0 {
-        eprintln!(
+        crate::say::note!(
             "note: {display}: {small} flow(s) with fewer than {MIN_FLOW_PACKETS} packets not \
              studied (select one with --flow SRC-DST or --stream N)"
         );
@@ -116,7 +119,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             (i, discover(&packets))
         })
         .collect();
-    let mut out = io::stdout().lock();
+    let mut out = crate::say::stdout();
     if args.json {
         let streams: Vec<Value> = results
             .iter()
@@ -179,7 +182,7 @@ fn read_flows(path: &Path, filter: Option<&Filter>) -> Result<Vec<Flow>> {
         })
         .with_context(|| display.to_string())?;
         for problem in summary.problems() {
-            eprintln!("note: {display}: {problem}");
+            crate::say::note!("note: {display}: {problem}");
         }
     } else {
         let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
@@ -202,7 +205,7 @@ fn read_flows(path: &Path, filter: Option<&Filter>) -> Result<Vec<Flow>> {
             push(rec.src, rec.dst, rec.time, rec.payload);
         }
         if unmatched > 0 {
-            eprintln!(
+            crate::say::note!(
                 "note: {display}: {unmatched} record(s) without endpoints left out by --filter"
             );
         }

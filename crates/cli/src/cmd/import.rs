@@ -14,15 +14,18 @@ use crate::input::{DecodeArgs, Selection, decode_capture, read_capture, sniff};
 
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab import call.pcapng -o call.jtr --filter \"udp port 5004\"\n  jitterlab import game.pcap -o game.jtr --decoder 'layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3'\n  jitterlab import log.csv -o log.jtr"
+)]
 pub(crate) struct Args {
     /// What to import: a pcap/pcapng capture, or a CSV log with columns seq, send_ms,
     /// arrival_ms, optional stream, values.
     input: PathBuf,
     /// The trace to write.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(help_heading = "Output", short, long, value_name = "OUT")]
     output: PathBuf,
     /// Overwrite OUT if it exists.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     force: bool,
     /// Which datagrams to import (captures only): --stream, --ssrc, --flow, --filter.
     #[command(flatten)]
@@ -30,11 +33,11 @@ pub(crate) struct Args {
     /// The payload decoder the trace names (captures only): auto (default: each flow judged
     /// by its packets), rtp, probe, enet, kcp, raknet, udp or layout:SPEC, e.g.
     /// layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3.
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Decoding", long, value_name = "NAME", value_parser = crate::values::Decoder)]
     decoder: Option<String>,
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable; stored in the
     /// trace).
-    #[arg(long = "clock-rate", value_name = "PT=HZ")]
+    #[arg(help_heading = "Decoding", long = "clock-rate", value_name = "PT=HZ")]
     clock_rates: Vec<String>,
 }
 
@@ -64,16 +67,13 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     for record in &imported.records {
         writer.write(record)?;
     }
-    writer
-        .into_inner()
-        .commit()
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    writer.into_inner().commit()?;
     let received = imported
         .records
         .iter()
         .filter(|r| r.kind == RecordKind::Received)
         .count();
-    eprintln!(
+    crate::say::note!(
         "imported {received} packets{} from {display} into {}",
         if imported.lost_rows > 0 {
             format!(" (+ ground truth; {} never arrived)", imported.lost_rows)
@@ -130,11 +130,8 @@ fn import_capture(args: &Args) -> Result<()> {
     for record in &capture.records {
         writer.write(record)?;
     }
-    writer
-        .into_inner()
-        .commit()
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    eprintln!(
+    writer.into_inner().commit()?;
+    crate::say::note!(
         "imported {} UDP datagrams ({} frames) from {display} into {}: {} stream(s) with the {decoder} decoder{}",
         capture.records.len(),
         capture.summary.frames,

@@ -16,11 +16,14 @@ use crate::input::{DecodeArgs, load_with_capture};
 
 /// Arguments of `jitterlab info`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab info call.pcapng\n  jitterlab info call.jtr --stream 0 --json"
+)]
 pub(crate) struct Args {
     /// The trace, or a pcap/pcapng capture, to describe.
     trace: PathBuf,
     /// Print JSON (the shape scripts rely on) instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     json: bool,
     #[command(flatten)]
     decode: DecodeArgs,
@@ -29,7 +32,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> Result<()> {
     let (decoded, capture) = load_with_capture(&args.trace, &args.decode)?;
     let stats = stream_stats(&decoded);
-    let mut out = io::stdout().lock();
+    let mut out = crate::say::stdout();
     if args.json {
         // Rendered first, so that a closed pipe is the I/O error `main` recognises.
         out.write_all(

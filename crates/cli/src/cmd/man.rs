@@ -30,7 +30,7 @@ fn render(command: clap::Command) -> Result<Vec<u8>> {
 pub(crate) fn run(args: &Args, command: clap::Command) -> Result<()> {
     let Some(dir) = &args.output else {
         let page = render(command)?;
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::say::stdout();
         out.write_all(&page)?;
         out.flush()?;
         return Ok(());

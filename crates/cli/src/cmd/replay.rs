@@ -13,6 +13,9 @@ use crate::input::{DecodeArgs, load};
 
 /// Arguments of `jitterlab replay`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab replay log.jtr --policy fixed:delay=100ms,max_gap=120ms\n  jitterlab replay log.jtr --policy jitter:a=2,k=3 --fps 144 --hitches 2%:50ms --json\n  jitterlab replay call.jtr --playout --policy fixed:delay=60ms --timeline frames.csv"
+)]
 pub(crate) struct Args {
     /// The trace to replay.
     trace: PathBuf,
@@ -20,10 +23,16 @@ pub(crate) struct Args {
     #[arg(long, value_name = "POLICY")]
     policy: String,
     /// Render frames at this rate over the whole trace.
-    #[arg(long, default_value_t = 60.0, conflicts_with = "at")]
+    #[arg(
+        help_heading = "Frames",
+        long,
+        default_value_t = 60.0,
+        conflicts_with = "at"
+    )]
     fps: f64,
     /// Render frames only at these local times, in ms (comma-separated, not decreasing).
     #[arg(
+        help_heading = "Frames",
         long,
         value_name = "T1,T2,...",
         value_delimiter = ',',
@@ -31,31 +40,41 @@ pub(crate) struct Args {
     )]
     at: Option<Vec<f64>>,
     /// Render frames at the local times (ms) listed one per line in this file.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["at", "hitches"])]
+    #[arg(help_heading = "Frames", long, value_name = "FILE", conflicts_with_all = ["at", "hitches"])]
     frames: Option<PathBuf>,
     /// Frame hitches on top of --fps: CHANCE:LENGTH, e.g. 2%:50ms (a frame takes 50 ms longer
     /// with probability 2 %), seeded by --seed.
-    #[arg(long, value_name = "CHANCE:LENGTH", conflicts_with = "at")]
+    #[arg(
+        help_heading = "Frames",
+        long,
+        value_name = "CHANCE:LENGTH",
+        conflicts_with = "at"
+    )]
     hitches: Option<String>,
     /// Seed for --hitches.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Frames", long, default_value_t = 1)]
     seed: u64,
     /// Clock mapping: estimate (online minimum transit with drift, the default), hindsight
     /// (minimum transit over the whole stream), or offset=MS (sender time = local time + MS).
-    #[arg(long, value_name = "offset=MS", default_value = "estimate")]
+    #[arg(
+        long,
+        value_name = "MAPPING",
+        default_value = "estimate",
+        value_parser = crate::values::Clock
+    )]
     clock: String,
     /// Print JSON: the frames sampled with --at, and the metrics.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     json: bool,
     /// Playout mode for discrete frames (audio, server input): play each frame at its send
     /// time + the policy's delay, conceal missing ones, drop late ones (fixed delays: fixed, source).
     #[arg(long, conflicts_with_all = ["at", "frames", "hitches"])]
     playout: bool,
     /// Write every frame to this CSV file.
-    #[arg(long, value_name = "OUT.csv")]
+    #[arg(help_heading = "Output", long, value_name = "OUT.csv")]
     timeline: Option<PathBuf>,
     /// Overwrite the timeline file if it exists.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     force: bool,
     #[command(flatten)]
     quality: crate::input::QualityArgs,
@@ -192,11 +211,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         let path = file.path().display().to_string();
         file.commit()
             .with_context(|| format!("cannot write {path}"))?;
-        eprintln!("wrote the timeline to {path}");
+        crate::say::note!("wrote the timeline to {path}");
     }
 
     let total = result.total.summary();
-    let mut out = io::stdout().lock();
+    let mut out = crate::say::stdout();
     if args.json {
         let streams: Vec<Value> = result
             .streams
@@ -252,10 +271,10 @@ fn run_playout(
         }
         let path = f.path().display().to_string();
         f.commit().with_context(|| format!("cannot write {path}"))?;
-        eprintln!("wrote the timeline to {path}");
+        crate::say::note!("wrote the timeline to {path}");
     }
     let total = played.total;
-    let mut out = io::stdout().lock();
+    let mut out = crate::say::stdout();
     if args.json {
         let streams: Vec<Value> = played
             .streams

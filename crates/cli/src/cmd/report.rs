@@ -1,5 +1,6 @@
 //! `jitterlab report`: PNG figures and an index for a trace, its replays and a sweep.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -14,40 +15,46 @@ use crate::sweeping::{Mode, SweepOptions, TuneLimits, execute, execute_playout, 
 
 /// Arguments of `jitterlab report`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab report game.jtr -o report/\n  jitterlab sweep game.jtr --grid grid.toml -o rows.parquet\n  jitterlab report game.jtr --results rows.parquet -o report/"
+)]
 pub(crate) struct Args {
     /// The trace (or pcap/pcapng capture) to report on.
     trace: PathBuf,
     /// Configurations to replay and compare (repeatable); default: the recommendation and
-    /// runners-up of the sweep (--sweep), or of `tune`'s default grid.
-    #[arg(long, value_name = "POLICY")]
+    /// runners-up of the sweep (--results), or of `tune`'s default grid.
+    #[arg(help_heading = "Replay", long, value_name = "POLICY")]
     policy: Vec<String>,
     /// A sweep's results (.parquet, .csv or .json from `jitterlab sweep`) for the Pareto figure,
     /// the heat map and the recommendation (judged by the same rule and flags as `tune`).
-    #[arg(long = "sweep", value_name = "FILE")]
+    /// `--sweep FILE` is the old name.
+    #[arg(
+        help_heading = "Replay",
+        long = "results",
+        alias = "sweep",
+        value_name = "FILE"
+    )]
     sweep_results: Option<PathBuf>,
     /// The directory to write (created if needed; unrelated files are left alone).
-    #[arg(short, long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR", help_heading = "Output")]
     output: PathBuf,
     /// The tune rule's limits and objective for the recommendation, as for `tune`.
     #[command(flatten)]
     limits: TuneLimits,
     /// Render frames at this rate.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(help_heading = "Replay", long, default_value_t = 60.0)]
     fps: f64,
     /// Clock mapping: estimate (default), hindsight or offset=MS, as for replay.
-    #[arg(long, value_name = "MAPPING", default_value = "estimate")]
+    #[arg(help_heading = "Replay", long, value_name = "MAPPING", default_value = "estimate", value_parser = crate::values::Clock)]
     clock: String,
-    /// Worker threads for the default sweep (default: every core).
-    #[arg(long, value_name = "N")]
+    /// Worker threads for the default sweep and the figures (default or 0: every core).
+    #[arg(help_heading = "Replay", short = 'j', long, value_name = "N")]
     threads: Option<usize>,
-    /// No progress bar.
-    #[arg(long, short)]
-    quiet: bool,
     /// Playout mode (the default for RTP audio and video): figures of discrete playout.
-    #[arg(long, conflicts_with = "snapshot")]
+    #[arg(help_heading = "Replay", long, conflicts_with = "snapshot")]
     playout: bool,
     /// Snapshot mode, even for RTP audio or video.
-    #[arg(long)]
+    #[arg(help_heading = "Replay", long)]
     snapshot: bool,
     #[command(flatten)]
     quality: crate::input::QualityArgs,
@@ -56,6 +63,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
+    crate::sweeping::use_threads(args.threads)?;
     let constraints = args.limits.constraints()?;
     let options = SweepOptions {
         grid: Vec::new(),
@@ -64,7 +72,6 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         clock: args.clock.clone(),
         max_configs: jitterlab_replay::grid::DEFAULT_MAX_CONFIGS,
         threads: args.threads,
-        quiet: args.quiet,
         keep_going: false,
         playout: args.playout,
         snapshot: args.snapshot,
@@ -81,7 +88,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .as_deref()
         .map(read_results)
         .transpose()
-        .context("--sweep")?;
+        .context("--results")?;
     let decoded = crate::input::load(&args.trace, &options.decode)?;
     // The stream the figures show: the one selected, else the first.
     let mut stream = args
@@ -115,16 +122,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             "warning: {}: no decodable packets; the figures say so",
             args.trace.display()
         );
-        println!(
+        writeln!(
+            crate::say::stdout(),
             "Report written to {}/ ({} files; open index.html)",
             args.output.display(),
             written.files.len()
-        );
+        )?;
         return Ok(());
     }
     let loaded = TraceStreams::new(args.trace.display().to_string(), decoded)?;
     for note in &loaded.skipped {
-        eprintln!("note: {}: {note}", args.trace.display());
+        crate::say::note!("note: {}: {note}", args.trace.display());
     }
     if args.decode.select.stream.is_none()
         && let Some(first) = loaded.views().first()
@@ -248,17 +256,22 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     } else {
         ""
     };
+    let mut out = crate::say::stdout();
     match &recommended {
-        Some(p) => println!("Recommended: {flag}--policy {p}"),
-        None => println!("No configuration of the sweep meets the limits: {rule}"),
+        Some(p) => writeln!(out, "Recommended: {flag}--policy {p}")?,
+        None => writeln!(
+            out,
+            "No configuration of the sweep meets the limits: {rule}"
+        )?,
     }
     for &c in &tuning.runners_up {
-        println!("Runner-up: {flag}--policy {}", table.policies[c]);
+        writeln!(out, "Runner-up: {flag}--policy {}", table.policies[c])?;
     }
-    println!(
+    writeln!(
+        out,
         "Report written to {}/ ({} files; open index.html)",
         args.output.display(),
         written.files.len()
-    );
+    )?;
     Ok(())
 }

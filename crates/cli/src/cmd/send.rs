@@ -6,40 +6,47 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, anyhow};
 use jitterlab_capture::sender::{SendConfig, send};
-use jitterlab_capture::synth::Motion;
 use jitterlab_capture::time::parse_duration;
 
 use crate::input::parse_addr;
 
 /// Arguments of `jitterlab send`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab send --to 127.0.0.1:7777 --rate 60 --duration 30s --log sender.jtr\n  jitterlab send --to 5004 --motion teleport --size 1200"
+)]
 pub(crate) struct Args {
     /// Where to send: HOST:PORT, or PORT alone for 127.0.0.1:PORT.
     #[arg(long, value_name = "ADDR")]
     to: String,
     /// Packets per second.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(help_heading = "Sender", long, default_value_t = 20.0)]
     rate: f64,
     /// How long to send, e.g. 30s.
-    #[arg(long, default_value = "30s")]
+    #[arg(help_heading = "Sender", long, default_value = "30s")]
     duration: String,
     /// The motion the probe values follow: circle, walk, stop-go or teleport.
-    #[arg(long, default_value = "circle")]
-    motion: String,
+    #[arg(help_heading = "Sender", long, value_enum, default_value_t = crate::values::Motion::Circle)]
+    motion: crate::values::Motion,
     /// Seed for the walk motion.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Sender", long, default_value_t = 1)]
     seed: u64,
     /// The probe stream id.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = "Sender", long, default_value_t = 0)]
     stream: u32,
     /// Pad each datagram with zeros to this many bytes (the probe itself is 88 bytes).
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(
+        help_heading = "Sender",
+        long,
+        value_name = "BYTES",
+        default_value_t = 0
+    )]
     size: usize,
     /// Record exactly what was sent (ground truth for replay) into this trace.
-    #[arg(long, value_name = "SENDER.jtr")]
+    #[arg(help_heading = "Output", long, value_name = "SENDER.jtr")]
     log: Option<PathBuf>,
     /// Overwrite the log if it exists.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     force: bool,
 }
 
@@ -50,7 +57,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         to,
         rate_hz: args.rate,
         duration: std::time::Duration::from_nanos(u64::try_from(duration.as_nanos()).unwrap_or(0)),
-        motion: Motion::parse(&args.motion)?,
+        motion: args.motion.into(),
         seed: args.seed,
         stream: args.stream,
         size: args.size,
@@ -68,7 +75,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         Some(path) => format!("send to {to} (logging into {})", path.display()),
         None => format!("send to {to}"),
     })?;
-    eprintln!(
+    crate::say::note!(
         "sent {} probe packets to {to} over {:.3} s at {} Hz: drift {:+.1} ppm, latest send {:.3} ms behind schedule{}",
         s.sent,
         s.span.as_secs_f64(),

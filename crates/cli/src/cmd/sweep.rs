@@ -14,6 +14,9 @@ use crate::sweeping::{Mode, SweepOptions, execute, execute_playout, load_all, po
 
 /// Arguments of `jitterlab sweep`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab sweep a.jtr b.jtr --grid grid.toml -o rows.parquet\n  jitterlab sweep a.jtr --sweep 'fixed:delay=0..300ms/5ms' -o rows.csv -j 4\n  jitterlab sweep *.jtr --grid grid.toml --shard 2/8 -o part2.parquet"
+)]
 pub(crate) struct Args {
     /// The traces (or pcap/pcapng captures) to sweep over.
     #[arg(required = true, value_name = "TRACE")]
@@ -21,13 +24,13 @@ pub(crate) struct Args {
     #[command(flatten)]
     options: SweepOptions,
     /// Write every row here: .parquet, .csv or .json.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(help_heading = "Output", short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Overwrite OUT if it exists.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     force: bool,
     /// Run only part I of N of the (trace, configuration) pairs (deterministic, disjoint).
-    #[arg(long, value_name = "I/N")]
+    #[arg(help_heading = "Sweep", long, value_name = "I/N")]
     shard: Option<String>,
 }
 
@@ -70,7 +73,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         write_results(out, args.force, &names, &policies, &rows)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
-    eprintln!(
+    crate::say::note!(
         "{} {} ({} configurations × {} trace(s){}) in {secs:.2} s after {load_secs:.2} s reading: \
          {:.1} M packet-configuration steps/s{}",
         rows.len(),
@@ -92,7 +95,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             o.display()
         ))
     );
-    print_frontier(&mut std::io::stdout().lock(), &rows, &policies)?;
+    print_frontier(&mut crate::say::stdout(), &rows, &policies)?;
     Ok(())
 }
 

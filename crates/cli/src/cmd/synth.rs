@@ -1,19 +1,24 @@
 //! `jitterlab synth`: seeded synthetic traces with ground truth.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::netmodel::ModelSpec;
 use jitterlab_capture::output::AtomicFile;
-use jitterlab_capture::synth::{self, Config, Motion, PROFILES};
+use jitterlab_capture::synth::{self, Config, PROFILES};
 use jitterlab_capture::time::parse_duration;
 
 /// Arguments of `jitterlab synth`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab synth -o wifi.jtr --profile wifi\n  jitterlab synth -o lossy.jtr --model delay=40ms,jitter=10ms,loss=5%,burst=4 --duration 2m --seed 7\n  jitterlab synth --list-profiles"
+)]
 pub(crate) struct Args {
     /// The trace to write.
     #[arg(
+        help_heading = "Output",
         short,
         long,
         value_name = "OUT",
@@ -21,35 +26,36 @@ pub(crate) struct Args {
     )]
     output: Option<PathBuf>,
     /// A named network profile (see --list-profiles).
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Network", long, value_name = "NAME", value_parser = crate::values::profiles())]
     profile: Option<String>,
     /// A network model, e.g. delay=40ms,jitter=10ms,loss=5%,burst=4; applied over --profile.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(help_heading = "Network", long, value_name = "SPEC")]
     model: Option<String>,
     /// Snapshots per second.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(help_heading = "Sender", long, default_value_t = 20.0)]
     rate: f64,
     /// How long the sender sends, e.g. 60s or 10m.
-    #[arg(long, default_value = "60s")]
+    #[arg(help_heading = "Sender", long, default_value = "60s")]
     duration: String,
     /// The sender's motion: circle, walk, stop-go or teleport.
-    #[arg(long, default_value = "circle")]
-    motion: String,
+    #[arg(help_heading = "Sender", long, value_enum, default_value_t = crate::values::Motion::Circle)]
+    motion: crate::values::Motion,
     /// Random seed (a seed= key in the model wins).
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Sender", long, default_value_t = 1)]
     seed: u64,
     /// Overwrite OUT if it exists.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     force: bool,
     /// List the profiles with their parameters and exit.
-    #[arg(long)]
+    #[arg(help_heading = "Network", long)]
     list_profiles: bool,
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     if args.list_profiles {
+        let mut out = crate::say::stdout();
         for (name, about, spec) in PROFILES {
-            println!("{name:<16} {about}\n{:<16} {spec}", "");
+            writeln!(out, "{name:<16} {about}\n{:<16} {spec}", "")?;
         }
         return Ok(());
     }
@@ -68,7 +74,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         rate_hz: args.rate,
         duration,
         seed: args.seed,
-        motion: Motion::parse(&args.motion).context("--motion")?,
+        motion: args.motion.into(),
         model,
         profile: args.profile.clone(),
     };
@@ -76,9 +82,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
     let out = AtomicFile::create(output, args.force)?;
     let (summary, out) = synth::write(&config, out)?;
-    out.commit()
-        .with_context(|| format!("cannot write {}", output.display()))?;
-    eprintln!(
+    // Every write error names the file (AtomicFile says which).
+    out.commit()?;
+    crate::say::note!(
         "wrote {}: {} snapshots sent, {} received ({} duplicates), {} lost, {} dropped by the bottleneck queue ({:.2} s)",
         output.display(),
         summary.sent,

@@ -12,12 +12,16 @@ use jitterlab_report::results::SweepPoints;
 use jitterlab_report::{ReportInput, play_policies, run_policies, write_full_report};
 use serde_json::{Value, json};
 
+use crate::errors::AnswerIsNo;
 use crate::sweeping::{
     Mode, SweepOptions, TuneLimits, execute, execute_playout, load_all, playout_media, policies,
 };
 
 /// Arguments of `jitterlab tune`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  jitterlab tune game.jtr\n  jitterlab tune a.jtr b.jtr --max-hold-ratio 0.5% --json > tuned.json\n  jitterlab tune call.pcapng --min-mos 4 --report tuned/ || echo \"nothing meets the limits\"\n\nExit code 1: no configuration meets the limits on every trace (the answer and the\nclosest configurations are still printed, and --report still written)."
+)]
 pub(crate) struct Args {
     /// The traces to tune for (the worst decides); none: the embedded demo trace.
     #[arg(value_name = "TRACE")]
@@ -27,10 +31,10 @@ pub(crate) struct Args {
     #[command(flatten)]
     limits: TuneLimits,
     /// Print JSON for scripts.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     json: bool,
     /// Also write a report (figures of the recommendation and runners-up, tables) into DIR.
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
     report: Option<PathBuf>,
 }
 
@@ -67,6 +71,7 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
+    crate::sweeping::use_threads(args.options.threads)?;
     let constraints = args.limits.constraints()?;
     let loaded = if args.traces.is_empty() {
         vec![crate::sweeping::demo()?]
@@ -89,7 +94,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     };
     let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
     let t = tune(&rows, &policies, &constraints);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::say::stdout();
     if args.json {
         let entry = |config: usize| {
             t.candidate(config).map(|c| {
@@ -143,7 +148,15 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             &points,
             (mode, &why),
         )?;
-        eprintln!("report written to {}/", dir.display());
+        crate::say::note!("report written to {}/", dir.display());
+    }
+    if t.recommendation.is_none() {
+        // The answer is printed; the exit code says it too (1), for scripts and CI gates.
+        return Err(AnswerIsNo(format!(
+            "no configuration of {} meets the limits on every trace",
+            policies.len()
+        ))
+        .into());
     }
     Ok(())
 }
