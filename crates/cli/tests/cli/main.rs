@@ -3,6 +3,8 @@
 //! - `contracts`: the seed vectors (fixtures/contracts) through import + replay.
 //! - `bad_input`: every kind of bad input is one line on stderr and exit code 2.
 //! - `commands`: info, replay, timeline and demo outputs.
+//! - `conventions`: exit codes, `--quiet`, help values and headings, completions, man pages,
+//!   `--version`, old flag names, I/O errors that name their path.
 //! - `discover`: layouts proposed for unknown protocols.
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
@@ -12,6 +14,7 @@
 mod bad_input;
 mod commands;
 mod contracts;
+mod conventions;
 mod discover;
 mod games;
 mod gstreamer;
