@@ -86,9 +86,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let sweep_file = args
         .sweep_results
         .as_deref()
-        .map(|path| {
-            read_results(path).with_context(|| format!("--results {}", path.display()))
-        })
+        .map(|path| read_results(path).with_context(|| format!("--results {}", path.display())))
         .transpose()?;
     let decoded = crate::input::load(&args.trace, &options.decode)?;
     // The stream the figures show: the one selected, else the first.

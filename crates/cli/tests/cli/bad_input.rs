@@ -1,5 +1,5 @@
-//! Bad input: a clear one-line error naming what and where, exit code 2, no panic, and no
-//! output file left behind as if it were complete.
+//! Bad input: a clear one-line error naming what and where (clap's own format for the values
+//! it checks), exit code 2, no panic, and no output file left behind as if it were complete.
 
 use std::path::Path;
 
@@ -7,17 +7,34 @@ use crate::util::{fixtures, import, jitterlab, write};
 
 /// Runs jitterlab with `args` and checks the failure contract; returns the error line.
 fn fails(args: &[&str], cwd: &Path) -> String {
+    let stderr = refused(args, cwd);
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
+    stderr
+}
+
+/// As [`fails`] for a value clap checks: its "invalid value" error, with the values allowed or
+/// the reason, then the hint to `--help`.
+fn invalid_value(args: &[&str], cwd: &Path) -> String {
+    let stderr = refused(args, cwd);
+    assert!(stderr.starts_with("error: invalid value '"), "{stderr}");
+    assert!(
+        stderr.contains("For more information, try '--help'."),
+        "{stderr}"
+    );
+    stderr
+}
+
+fn refused(args: &[&str], cwd: &Path) -> String {
     let out = jitterlab().current_dir(cwd).args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "jitterlab {args:?}: {stderr}");
     assert!(
         !stderr.contains("panicked"),
         "jitterlab {args:?} panicked: {stderr}"
-    );
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "not one line: {stderr}"
     );
     assert!(stderr.starts_with("error:"), "{stderr}");
     stderr
@@ -129,7 +146,7 @@ fn bad_policies_name_the_key_and_the_allowed_range() {
         dir.path(),
     );
     assert!(msg.contains("must not decrease"), "{msg}");
-    let msg = fails(
+    let msg = invalid_value(
         &["replay", t, "--policy", "fixed", "--clock", "offset=soon"],
         dir.path(),
     );
@@ -208,13 +225,23 @@ fn synth_out_of_range_parameters_name_the_parameter() {
         (vec!["--model", "burst=0.5"], "burst"),
         (vec!["--model", "wobble=3"], "unknown key"),
         (vec!["--rate", "0"], "--rate"),
-        (vec!["--profile", "moon"], "unknown profile"),
-        (vec!["--motion", "moonwalk"], "motion"),
         (vec!["--duration", "soon"], "--duration"),
     ] {
         let mut all = vec!["synth", "-o", "x.jtr"];
         all.extend(args);
         let msg = fails(&all, d);
+        assert!(msg.contains(needle), "{all:?}: {msg}");
+    }
+    for (args, needle) in [
+        (["--profile", "moon"], "[possible values: lan, wifi"),
+        (
+            ["--motion", "moonwalk"],
+            "[possible values: circle, walk, stop-go, teleport]",
+        ),
+    ] {
+        let mut all = vec!["synth", "-o", "x.jtr"];
+        all.extend(args);
+        let msg = invalid_value(&all, d);
         assert!(msg.contains(needle), "{all:?}: {msg}");
     }
     write(d, "link.txt", b"0\n10\nten\n");
