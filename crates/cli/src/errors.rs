@@ -28,8 +28,16 @@ pub(crate) fn describe(err: &anyhow::Error) -> String {
         }
         hint = hint.or_else(|| replay.and_then(replay_flag));
         let text = cause.to_string();
-        // A cause that already says what its context says (`cannot write X` over `cannot
-        // write X: No space left on device`) replaces it rather than repeating it.
+        // Nothing is said twice: a source its error already quotes (`cannot listen on A:
+        // Address already in use` over `Address already in use`) is left out, and a cause
+        // that repeats its context (`cannot write X` over `cannot write X: No space left on
+        // device`) replaces it.
+        if parts
+            .last()
+            .is_some_and(|last| last.ends_with(text.as_str()))
+        {
+            continue;
+        }
         if parts
             .last()
             .is_some_and(|last| text.starts_with(last.as_str()))

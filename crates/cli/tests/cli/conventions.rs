@@ -637,6 +637,7 @@ fn capture_that_cannot_bind_leaves_no_file() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("cannot listen on 127.0.0.1:"), "{err}");
+    assert_eq!(err.matches("in use").count(), 1, "said once: {err}");
     assert!(!dir.path().join("c.jtr").exists(), "{err}");
     drop(taken);
 }
