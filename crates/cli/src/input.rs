@@ -42,7 +42,7 @@ pub(crate) struct DecodeArgs {
 pub(crate) struct QualityArgs {
     /// The codec the E-model's MOS takes (default: the stream's encoding or payload type,
     /// G.711 when neither is known), e.g. g711, g722, g729, amr-12.2, opus, or ie=N,bpl=N.
-    #[arg(long, value_name = "CODEC")]
+    #[arg(long, value_name = "CODEC", value_parser = crate::values::Codec)]
     pub(crate) codec: Option<String>,
     /// The one-way network delay of the fastest packet, added to the mouth-to-ear delay the
     /// MOS is computed from (a capture at the receiver cannot know it), e.g. 40ms.

@@ -99,6 +99,38 @@ impl TypedValueParser for Clock {
     }
 }
 
+/// `--codec`: the codec names the E-model knows, or `ie=N,bpl=N`, checked by `Codec`'s parser.
+#[derive(Clone, Debug)]
+pub(crate) struct Codec;
+
+impl TypedValueParser for Codec {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        checked(
+            cmd,
+            arg,
+            value,
+            str::parse::<jitterlab_replay::quality::Codec>,
+        )
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let names = jitterlab_replay::quality::Codec::known_names();
+        let mut values: Vec<PossibleValue> = names
+            .split(", ")
+            .map(|n| PossibleValue::new(n.to_owned()))
+            .collect();
+        values.push(PossibleValue::new("ie=N,bpl=N"));
+        Some(Box::new(values.into_iter()))
+    }
+}
+
 /// `value` as text, if `check` accepts it; else clap's "invalid value" error with the reason.
 fn checked<T, E>(
     cmd: &clap::Command,

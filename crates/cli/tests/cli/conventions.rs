@@ -299,6 +299,7 @@ fn values_are_listed_and_checked_by_clap() {
         ("--clock", "offset=soon", "soon"),
         ("--decoder", "layout:bogus", "bogus"),
         ("--decoder", "tcp", "unknown decoder"),
+        ("--codec", "g7111", "not known"),
     ] {
         let out = jitterlab()
             .args(["replay", "nope.jtr", "--policy", "fixed", flag, value])
