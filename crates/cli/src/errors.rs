@@ -40,13 +40,27 @@ pub(crate) fn describe(err: &anyhow::Error) -> String {
         }
         if parts
             .last()
-            .is_some_and(|last| text.starts_with(last.as_str()))
+            .is_some_and(|last| text.starts_with(last.as_str()) || names_again(last, &text))
         {
             parts.pop();
         }
         parts.push(text);
     }
     parts.join(": ") + &hint.unwrap_or_default()
+}
+
+/// Whether `context` is `cannot VERB PATH` and `cause` names PATH too (`cannot write X` over
+/// `cannot create X: No such file or directory`): the cause says it all.
+fn names_again(context: &str, cause: &str) -> bool {
+    [
+        "cannot write ",
+        "cannot read ",
+        "cannot open ",
+        "cannot create ",
+    ]
+    .iter()
+    .filter_map(|verb| context.strip_prefix(verb))
+    .any(|path| !path.is_empty() && cause.contains(path))
 }
 
 /// A capture error with the flag that sets the value at fault; `None` for errors no flag

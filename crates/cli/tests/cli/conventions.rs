@@ -549,6 +549,21 @@ fn io_errors_name_their_path() {
             "{args:?}: {err}"
         );
     }
+    // A directory that does not exist: the path, once.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = synth(dir.path(), "t.jtr", "delay=20ms");
+    let rows = dir.path().join("missing/rows.csv");
+    let out = jitterlab()
+        .arg("sweep")
+        .arg(&trace)
+        .args(["--sweep", "fixed:delay=50ms", "-q", "-o"])
+        .arg(&rows)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("No such file or directory"), "{err}");
+    assert_eq!(err.matches(&rows.display().to_string()).count(), 1, "{err}");
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
