@@ -22,52 +22,52 @@ use crate::input::parse_addr;
 pub(crate) struct Args {
     /// Where to listen: HOST:PORT, or PORT alone for 127.0.0.1:PORT (loopback unless told
     /// otherwise).
-    #[arg(help_heading = "Capture", long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", help_heading = "Capture")]
     listen: String,
     /// The trace to write (appended to as packets arrive; readable even after a crash).
-    #[arg(help_heading = "Output", short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", help_heading = "Output")]
     output: PathBuf,
     /// Overwrite FILE if it exists.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
     /// Stop after this long, e.g. 60s.
-    #[arg(help_heading = "Capture", long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", help_heading = "Capture")]
     duration: Option<String>,
     /// Stop after this many datagrams.
-    #[arg(help_heading = "Capture", long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Capture")]
     count: Option<u64>,
     /// Bytes of each datagram's payload to keep (the full length is recorded).
     #[arg(
-        help_heading = "Capture",
         long,
         value_name = "BYTES",
-        default_value_t = 65_535
+        default_value_t = 65_535,
+        help_heading = "Capture"
     )]
     snaplen: usize,
     /// Relay mode: forward client datagrams to this server and its replies back.
-    #[arg(help_heading = "Relay", long, value_name = "UPSTREAM")]
+    #[arg(long, value_name = "UPSTREAM", help_heading = "Relay")]
     forward: Option<String>,
     /// Relay mode: impair both directions with a seeded network model, e.g.
     /// delay=40ms,jitter=15ms,loss=2%,burst=4,reorder=1%,duplicate=0.5%,seed=7.
     #[arg(
-        help_heading = "Relay",
         long,
         value_name = "SPEC",
-        requires = "forward"
+        requires = "forward",
+        help_heading = "Relay"
     )]
     impair: Option<String>,
     /// Relay mode: delay packets by a recorded series (one delay in ms per line, or a
     /// Mahimahi delivery trace).
     #[arg(
-        help_heading = "Relay",
         long,
         value_name = "FILE",
-        requires = "forward"
+        requires = "forward",
+        help_heading = "Relay"
     )]
     impair_trace: Option<PathBuf>,
     /// Payload decoder named in the trace and used for the live status: rtp, probe or
     /// layout:SPEC (default: picked from the first datagram).
-    #[arg(help_heading = "Decoding", long, value_name = "NAME", value_parser = crate::values::Decoder)]
+    #[arg(long, value_name = "NAME", value_parser = crate::values::Decoder, help_heading = "Decoding")]
     decoder: Option<String>,
 }
 

@@ -21,12 +21,12 @@ use jitterlab_report::{run_policies, write_report};
 pub(crate) struct Args {
     /// Where to write the report (`--out` is the old name).
     #[arg(
-        help_heading = "Output",
         short,
         long,
         alias = "out",
         default_value = "jitterlab-report",
-        value_name = "DIR"
+        value_name = "DIR",
+        help_heading = "Output"
     )]
     output: PathBuf,
     /// Frame rate of the simulated player.

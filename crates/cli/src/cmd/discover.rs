@@ -33,7 +33,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     select: Selection,
     /// Print JSON instead of text.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
 }
 

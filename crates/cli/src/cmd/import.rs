@@ -22,10 +22,10 @@ pub(crate) struct Args {
     /// arrival_ms, optional stream, values.
     input: PathBuf,
     /// The trace to write.
-    #[arg(help_heading = "Output", short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "OUT", help_heading = "Output")]
     output: PathBuf,
     /// Overwrite OUT if it exists.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
     /// Which datagrams to import (captures only): --stream, --ssrc, --flow, --filter.
     #[command(flatten)]
@@ -33,11 +33,11 @@ pub(crate) struct Args {
     /// The payload decoder the trace names (captures only): auto (default: each flow judged
     /// by its packets), rtp, probe, enet, kcp, raknet, udp or layout:SPEC, e.g.
     /// layout:seq=u32be@0,send=f64le@4:ms,value=f32le@12*3.
-    #[arg(help_heading = "Decoding", long, value_name = "NAME", value_parser = crate::values::Decoder)]
+    #[arg(long, value_name = "NAME", value_parser = crate::values::Decoder, help_heading = "Decoding")]
     decoder: Option<String>,
     /// Clock rate for a dynamic RTP payload type, e.g. 96=90000 (repeatable; stored in the
     /// trace).
-    #[arg(help_heading = "Decoding", long = "clock-rate", value_name = "PT=HZ")]
+    #[arg(long = "clock-rate", value_name = "PT=HZ", help_heading = "Decoding")]
     clock_rates: Vec<String>,
 }
 

@@ -23,7 +23,7 @@ pub(crate) struct Args {
     /// The trace, or a pcap/pcapng capture, to describe.
     trace: PathBuf,
     /// Print JSON (the shape scripts rely on) instead of a table.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     #[command(flatten)]
     decode: DecodeArgs,

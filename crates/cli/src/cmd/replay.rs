@@ -24,35 +24,35 @@ pub(crate) struct Args {
     policy: String,
     /// Render frames at this rate over the whole trace.
     #[arg(
-        help_heading = "Frames",
         long,
         default_value_t = 60.0,
-        conflicts_with = "at"
+        conflicts_with = "at",
+        help_heading = "Frames"
     )]
     fps: f64,
     /// Render frames only at these local times, in ms (comma-separated, not decreasing).
     #[arg(
-        help_heading = "Frames",
         long,
         value_name = "T1,T2,...",
         value_delimiter = ',',
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        help_heading = "Frames"
     )]
     at: Option<Vec<f64>>,
     /// Render frames at the local times (ms) listed one per line in this file.
-    #[arg(help_heading = "Frames", long, value_name = "FILE", conflicts_with_all = ["at", "hitches"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["at", "hitches"], help_heading = "Frames")]
     frames: Option<PathBuf>,
     /// Frame hitches on top of --fps: CHANCE:LENGTH, e.g. 2%:50ms (a frame takes 50 ms longer
     /// with probability 2 %), seeded by --seed.
     #[arg(
-        help_heading = "Frames",
         long,
         value_name = "CHANCE:LENGTH",
-        conflicts_with = "at"
+        conflicts_with = "at",
+        help_heading = "Frames"
     )]
     hitches: Option<String>,
     /// Seed for --hitches.
-    #[arg(help_heading = "Frames", long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Frames")]
     seed: u64,
     /// Clock mapping: estimate (online minimum transit with drift, the default), hindsight
     /// (minimum transit over the whole stream), or offset=MS (sender time = local time + MS).
@@ -64,17 +64,17 @@ pub(crate) struct Args {
     )]
     clock: String,
     /// Print JSON: the frames sampled with --at, and the metrics.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     /// Playout mode for discrete frames (audio, server input): play each frame at its send
     /// time + the policy's delay, conceal missing ones, drop late ones (fixed delays: fixed, source).
     #[arg(long, conflicts_with_all = ["at", "frames", "hitches"])]
     playout: bool,
     /// Write every frame to this CSV file.
-    #[arg(help_heading = "Output", long, value_name = "OUT.csv")]
+    #[arg(long, value_name = "OUT.csv", help_heading = "Output")]
     timeline: Option<PathBuf>,
     /// Overwrite the timeline file if it exists.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
     #[command(flatten)]
     quality: crate::input::QualityArgs,

@@ -23,16 +23,16 @@ pub(crate) struct Args {
     trace: PathBuf,
     /// Configurations to replay and compare (repeatable); default: the recommendation and
     /// runners-up of the sweep (--results), or of `tune`'s default grid.
-    #[arg(help_heading = "Replay", long, value_name = "POLICY")]
+    #[arg(long, value_name = "POLICY", help_heading = "Replay")]
     policy: Vec<String>,
     /// A sweep's results (.parquet, .csv or .json from `jitterlab sweep`) for the Pareto figure,
     /// the heat map and the recommendation (judged by the same rule and flags as `tune`).
     /// `--sweep FILE` is the old name.
     #[arg(
-        help_heading = "Replay",
         long = "results",
         alias = "sweep",
-        value_name = "FILE"
+        value_name = "FILE",
+        help_heading = "Replay"
     )]
     sweep_results: Option<PathBuf>,
     /// The directory to write (created if needed; unrelated files are left alone).
@@ -42,19 +42,19 @@ pub(crate) struct Args {
     #[command(flatten)]
     limits: TuneLimits,
     /// Render frames at this rate.
-    #[arg(help_heading = "Replay", long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, help_heading = "Replay")]
     fps: f64,
     /// Clock mapping: estimate (default), hindsight or offset=MS, as for replay.
-    #[arg(help_heading = "Replay", long, value_name = "MAPPING", default_value = "estimate", value_parser = crate::values::Clock)]
+    #[arg(long, value_name = "MAPPING", default_value = "estimate", value_parser = crate::values::Clock, help_heading = "Replay")]
     clock: String,
     /// Worker threads for the default sweep and the figures (default or 0: every core).
-    #[arg(help_heading = "Replay", short = 'j', long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N", help_heading = "Replay")]
     threads: Option<usize>,
     /// Playout mode (the default for RTP audio and video): figures of discrete playout.
-    #[arg(help_heading = "Replay", long, conflicts_with = "snapshot")]
+    #[arg(long, conflicts_with = "snapshot", help_heading = "Replay")]
     playout: bool,
     /// Snapshot mode, even for RTP audio or video.
-    #[arg(help_heading = "Replay", long)]
+    #[arg(long, help_heading = "Replay")]
     snapshot: bool,
     #[command(flatten)]
     quality: crate::input::QualityArgs,

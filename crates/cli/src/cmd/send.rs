@@ -20,33 +20,33 @@ pub(crate) struct Args {
     #[arg(long, value_name = "ADDR")]
     to: String,
     /// Packets per second.
-    #[arg(help_heading = "Sender", long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 20.0, help_heading = "Sender")]
     rate: f64,
     /// How long to send, e.g. 30s.
-    #[arg(help_heading = "Sender", long, default_value = "30s")]
+    #[arg(long, default_value = "30s", help_heading = "Sender")]
     duration: String,
     /// The motion the probe values follow: circle, walk, stop-go or teleport.
-    #[arg(help_heading = "Sender", long, value_enum, default_value_t = crate::values::Motion::Circle)]
+    #[arg(long, value_enum, default_value_t = crate::values::Motion::Circle, help_heading = "Sender")]
     motion: crate::values::Motion,
     /// Seed for the walk motion.
-    #[arg(help_heading = "Sender", long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Sender")]
     seed: u64,
     /// The probe stream id.
-    #[arg(help_heading = "Sender", long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "Sender")]
     stream: u32,
     /// Pad each datagram with zeros to this many bytes (the probe itself is 88 bytes).
     #[arg(
-        help_heading = "Sender",
         long,
         value_name = "BYTES",
-        default_value_t = 0
+        default_value_t = 0,
+        help_heading = "Sender"
     )]
     size: usize,
     /// Record exactly what was sent (ground truth for replay) into this trace.
-    #[arg(help_heading = "Output", long, value_name = "SENDER.jtr")]
+    #[arg(long, value_name = "SENDER.jtr", help_heading = "Output")]
     log: Option<PathBuf>,
     /// Overwrite the log if it exists.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
 }
 

@@ -24,13 +24,13 @@ pub(crate) struct Args {
     #[command(flatten)]
     options: SweepOptions,
     /// Write every row here: .parquet, .csv or .json.
-    #[arg(help_heading = "Output", short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "OUT", help_heading = "Output")]
     output: Option<PathBuf>,
     /// Overwrite OUT if it exists.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
     /// Run only part I of N of the (trace, configuration) pairs (deterministic, disjoint).
-    #[arg(help_heading = "Sweep", long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", help_heading = "Sweep")]
     shard: Option<String>,
 }
 

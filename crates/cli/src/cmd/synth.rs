@@ -18,36 +18,36 @@ use jitterlab_capture::time::parse_duration;
 pub(crate) struct Args {
     /// The trace to write.
     #[arg(
-        help_heading = "Output",
         short,
         long,
         value_name = "OUT",
-        required_unless_present = "list_profiles"
+        required_unless_present = "list_profiles",
+        help_heading = "Output"
     )]
     output: Option<PathBuf>,
     /// A named network profile (see --list-profiles).
-    #[arg(help_heading = "Network", long, value_name = "NAME", value_parser = crate::values::profiles())]
+    #[arg(long, value_name = "NAME", value_parser = crate::values::profiles(), help_heading = "Network")]
     profile: Option<String>,
     /// A network model, e.g. delay=40ms,jitter=10ms,loss=5%,burst=4; applied over --profile.
-    #[arg(help_heading = "Network", long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", help_heading = "Network")]
     model: Option<String>,
     /// Snapshots per second.
-    #[arg(help_heading = "Sender", long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 20.0, help_heading = "Sender")]
     rate: f64,
     /// How long the sender sends, e.g. 60s or 10m.
-    #[arg(help_heading = "Sender", long, default_value = "60s")]
+    #[arg(long, default_value = "60s", help_heading = "Sender")]
     duration: String,
     /// The sender's motion: circle, walk, stop-go or teleport.
-    #[arg(help_heading = "Sender", long, value_enum, default_value_t = crate::values::Motion::Circle)]
+    #[arg(long, value_enum, default_value_t = crate::values::Motion::Circle, help_heading = "Sender")]
     motion: crate::values::Motion,
     /// Random seed (a seed= key in the model wins).
-    #[arg(help_heading = "Sender", long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Sender")]
     seed: u64,
     /// Overwrite OUT if it exists.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
     /// List the profiles with their parameters and exit.
-    #[arg(help_heading = "Network", long)]
+    #[arg(long, help_heading = "Network")]
     list_profiles: bool,
 }
 

@@ -31,10 +31,10 @@ pub(crate) struct Args {
     #[command(flatten)]
     limits: TuneLimits,
     /// Print JSON for scripts.
-    #[arg(help_heading = "Output", long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     /// Also write a report (figures of the recommendation and runners-up, tables) into DIR.
-    #[arg(help_heading = "Output", long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
     report: Option<PathBuf>,
 }
 
