@@ -351,12 +351,7 @@ impl<W: Write> CaptureWriter<W> {
 /// The comment on a packet: always for ground truth, for received packets only when they
 /// were relayed in a known direction or duplicated on purpose.
 fn record_comment(rec: &Record) -> Option<String> {
-    let direction = match rec.direction {
-        Direction::Unknown => None,
-        Direction::ToUpstream => Some("to-upstream".to_owned()),
-        Direction::ToClient => Some("to-client".to_owned()),
-        Direction::Other(code) => Some(format!("code-{code}")),
-    };
+    let direction = (rec.direction != Direction::Unknown).then(|| rec.direction.name());
     let duplicate = rec.flags & flags::INJECTED_DUPLICATE != 0;
     let sent = rec.kind == RecordKind::Sent;
     if !sent && direction.is_none() && !duplicate {
