@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 
 use polars::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::Error;
 
@@ -65,16 +65,25 @@ pub fn write_frame(
         TableFormat::Ndjson => {
             df.rechunk_mut();
             let columns = df.columns();
+            let names: Vec<String> = columns
+                .iter()
+                .map(|c| Value::from(c.name().as_str()).to_string())
+                .collect();
             let mut line = Vec::new();
             for row in 0..df.height() {
-                let mut object = Map::with_capacity(columns.len());
-                for c in columns {
-                    object.insert(c.name().to_string(), json_value(c.get(row)?));
-                }
+                // Written by hand so that keys keep the columns' order.
                 line.clear();
-                serde_json::to_writer(&mut line, &Value::Object(object))
-                    .map_err(|e| Error::Table(e.to_string()))?;
-                line.push(b'\n');
+                line.push(b'{');
+                for (i, (c, name)) in columns.iter().zip(&names).enumerate() {
+                    if i > 0 {
+                        line.push(b',');
+                    }
+                    line.extend_from_slice(name.as_bytes());
+                    line.push(b':');
+                    serde_json::to_writer(&mut line, &json_value(c.get(row)?))
+                        .map_err(|e| Error::Table(e.to_string()))?;
+                }
+                line.extend_from_slice(b"}\n");
                 out.write_all(&line)?;
             }
         }
@@ -136,6 +145,10 @@ mod tests {
         assert_eq!(
             rows[1],
             serde_json::json!({"name": "quote\"d", "n": null, "x": null})
+        );
+        assert!(
+            text.starts_with(r#"{"name":"a,b","n":1,"x":0.5}"#),
+            "keys keep the columns' order: {text}"
         );
     }
 
