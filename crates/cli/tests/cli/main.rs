@@ -4,6 +4,7 @@
 //! - `bad_input`: every kind of bad input is one line on stderr and exit code 2.
 //! - `commands`: info, replay, timeline and demo outputs.
 //! - `discover`: layouts proposed for unknown protocols.
+//! - `export`: traces to pcapng/pcap read back by tshark and the Lua dissector; packet tables.
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
@@ -13,6 +14,7 @@ mod bad_input;
 mod commands;
 mod contracts;
 mod discover;
+mod export;
 mod games;
 mod gstreamer;
 mod live;
