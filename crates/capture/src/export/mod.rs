@@ -254,19 +254,16 @@ impl<W: Write> CaptureWriter<W> {
         let ns = self.unix_ns(index, rec)?;
         let (src, dst, placed) = placeholder::endpoints(rec);
         self.frame.clear();
-        let built = match packet::build_udp(
+        let Ok(built) = packet::build_udp(
             &mut self.frame,
             src,
             dst,
             &rec.payload,
             rec.orig_len,
             index as u16,
-        ) {
-            Ok(b) => b,
-            Err(_) => {
-                self.summary.too_large_left_out += 1;
-                return Ok(());
-            }
+        ) else {
+            self.summary.too_large_left_out += 1;
+            return Ok(());
         };
         match self.format {
             CaptureFormat::Pcapng => {
@@ -398,5 +395,5 @@ impl Header {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "import"))]
 mod tests;
