@@ -741,3 +741,122 @@ fn bad_exports_say_what_is_wrong_and_leave_no_file() {
         .collect();
     assert_eq!(names.len(), 2, "no partial files: {names:?}");
 }
+
+/// Whether `python3` can import `module`; skips (saying so) when not, and fails under
+/// `JITTERLAB_REQUIRE_PEERS` (`.ci/run` installs polars and duckdb with pip).
+fn python_with(module: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+            "JITTERLAB_REQUIRE_PEERS is set but python3 cannot import {module} (pip install {module})"
+        );
+        eprintln!("skipped: python3 cannot import {module} (pip install {module})");
+    }
+    ok
+}
+
+/// The fenced code blocks of `lang` in `docs/export.md`.
+fn doc_blocks(lang: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/export.md"),
+    )
+    .unwrap();
+    let fence = format!("```{lang}\n");
+    doc.split(&fence)
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap().to_owned())
+        .collect()
+}
+
+fn run_python(dir: &Path, script: &str) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python3 failed: {}\n{script}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The docs' polars and DuckDB examples run on real exports, and Python's polars reads the
+/// same rows and types the Rust side wrote.
+#[test]
+fn the_docs_examples_read_the_tables_in_polars_and_duckdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jtr");
+    jitterlab()
+        .args([
+            "synth",
+            "--profile",
+            "wifi",
+            "--duration",
+            "4s",
+            "--seed",
+            "2",
+            "-o",
+        ])
+        .arg(&trace)
+        .assert()
+        .success();
+    export(&trace, &dir.path().join("p.parquet"), &["--packets"]);
+    export(&trace, &dir.path().join("p.ndjson"), &["--packets"]);
+    let decoded = decode(&trace);
+    if python_with("polars") {
+        let [python] = &doc_blocks("python")[..] else {
+            panic!("one python example in docs/export.md")
+        };
+        let printed = run_python(dir.path(), python);
+        assert!(printed.contains("p99_delay_ms"), "{printed}");
+        let check = format!(
+            "import polars as pl\n\
+             p = pl.read_parquet('p.parquet')\n\
+             assert p.columns[:4] == ['stream', 'flow', 'protocol', 'sequence'], p.columns\n\
+             assert p.height == {rows}, p.height\n\
+             assert p.filter(pl.col('kind') == 'received').height == {received}\n\
+             assert p['sequence'].to_list()[:3] == {seqs:?}\n\
+             assert p['arrival_ns'].to_list()[:3] == {arrivals:?}\n\
+             assert p['arrival_ns'].dtype == pl.Int64 and p['marker'].dtype == pl.Boolean\n\
+             n = pl.read_ndjson('p.ndjson')\n\
+             assert n['arrival_ns'].to_list() == p['arrival_ns'].to_list()\n",
+            rows = decoded.samples.len() + decoded.truth.len(),
+            received = decoded.samples.len(),
+            seqs = decoded
+                .samples
+                .iter()
+                .take(3)
+                .map(|s| s.seq)
+                .collect::<Vec<_>>(),
+            arrivals = decoded
+                .samples
+                .iter()
+                .take(3)
+                .map(|s| s.arrival.as_nanos())
+                .collect::<Vec<_>>(),
+        );
+        run_python(dir.path(), &check);
+    }
+    if python_with("duckdb") {
+        let [sql] = &doc_blocks("sql")[..] else {
+            panic!("one sql example in docs/export.md")
+        };
+        let mut script = String::from("import duckdb\n");
+        for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            script.push_str(&format!("print(duckdb.sql({statement:?}).fetchall())\n"));
+        }
+        let printed = run_python(dir.path(), &script);
+        let first = printed.lines().next().unwrap();
+        assert!(
+            first.starts_with(&format!("[(0, {}, ", decoded.samples.len())),
+            "{printed}"
+        );
+    }
+}
