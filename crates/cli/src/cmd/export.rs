@@ -77,7 +77,7 @@ pub(crate) struct Args {
     /// The trace (or a pcap/pcapng capture) to export.
     input: PathBuf,
     /// The file to write; its extension chooses the format (.pcapng, .pcap, .parquet, .csv,
-    /// .ndjson) unless --format is given.
+    /// .ndjson) unless --format is given; `-` is standard output (pcapng by default).
     #[arg(short, long, value_name = "OUT")]
     output: PathBuf,
     /// The output format, whatever OUT's extension says.
@@ -100,7 +100,14 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     let out = args.output.display();
-    let format = match args.format.or_else(|| OutFormat::from_path(&args.output)) {
+    let to_stdout = args.output.as_os_str() == "-";
+    let by_name = || match OutFormat::from_path(&args.output) {
+        // `-o -` (standard output, e.g. into `wireshark -k -i -`): a capture, unless a table
+        // was asked for, whose format must then be named.
+        None if to_stdout && !args.packets => Some(OutFormat::Pcapng),
+        f => f,
+    };
+    let format = match args.format.or_else(by_name) {
         Some(f) => f,
         None if args.packets => bail!(
             "{out}: cannot tell the table format from the extension (use .parquet, .csv or \
