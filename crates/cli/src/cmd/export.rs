@@ -48,22 +48,22 @@ impl OutFormat {
         }
     }
 
-    fn capture(self) -> Option<CaptureFormat> {
+    /// What the format is: a capture or a table.
+    fn target(self) -> Target {
         match self {
-            Self::Pcapng => Some(CaptureFormat::Pcapng),
-            Self::Pcap => Some(CaptureFormat::Pcap),
-            _ => None,
+            Self::Pcapng => Target::Capture(CaptureFormat::Pcapng),
+            Self::Pcap => Target::Capture(CaptureFormat::Pcap),
+            Self::Parquet => Target::Table(TableFormat::Parquet),
+            Self::Csv => Target::Table(TableFormat::Csv),
+            Self::Ndjson => Target::Table(TableFormat::Ndjson),
         }
     }
+}
 
-    fn table(self) -> Option<TableFormat> {
-        match self {
-            Self::Parquet => Some(TableFormat::Parquet),
-            Self::Csv => Some(TableFormat::Csv),
-            Self::Ndjson => Some(TableFormat::Ndjson),
-            _ => None,
-        }
-    }
+/// A capture of the records, or a table of the decoded packets.
+enum Target {
+    Capture(CaptureFormat),
+    Table(TableFormat),
 }
 
 /// Arguments of `jitterlab export`.
@@ -118,8 +118,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
              .csv or .ndjson, or --format)"
         ),
     };
-    match (format.capture(), format.table()) {
-        (Some(capture), _) => {
+    match format.target() {
+        Target::Capture(capture) => {
             if args.packets {
                 bail!(
                     "--packets writes a table (parquet, csv or ndjson), not a {} capture",
@@ -139,8 +139,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             }
             export_capture(args, capture)
         }
-        (None, Some(table)) => export_table(args, table),
-        (None, None) => unreachable!("every format is a capture or a table"),
+        Target::Table(table) => export_table(args, table),
     }
 }
 
