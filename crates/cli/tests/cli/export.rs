@@ -510,14 +510,36 @@ fn edge_records_are_written_commented_or_counted_never_dropped_silently() {
         ["jitterlab kind=received direction=to-upstream flags=injected-duplicate"]
     );
     assert_import_gives_back(&out, &header, &recs, true, dir.path());
-    // The statistics block: tshark's capinfos-like summary counts the kernel drops.
-    let capinfos = Command::new("capinfos").arg(&out).output();
-    if let Ok(o) = capinfos
-        && o.status.success()
-    {
-        let text = String::from_utf8_lossy(&o.stdout);
-        assert!(text.contains("Number of packets:   2"), "{text}");
-    }
+    // The statistics block and the section comment, as capinfos (Wireshark's, installed with
+    // tshark) reads them.
+    let o = Command::new("capinfos").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Name = jitterlab-received"), "{text}");
+    assert!(text.contains("Number of stat entries = 1"), "{text}");
+    assert!(text.contains("Time precision = nanoseconds (9)"), "{text}");
+    assert!(
+        text.contains("plus its realtime offset (1750000000000000000 ns)"),
+        "{text}"
+    );
+    // The table: the relayed packet's direction, no send times for plain UDP, UTC times from
+    // the clock's offset.
+    let nd = dir.path().join("edge.ndjson");
+    export(&trace, &nd, &[]);
+    let rows: Vec<Value> = std::fs::read_to_string(&nd)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let relayed = rows
+        .iter()
+        .find(|r| r["flow"] == "10.1.1.1:3000-10.2.2.2:7777")
+        .expect("the relayed packet has a row");
+    assert_eq!(relayed["direction"], "to-upstream");
+    assert_eq!(relayed["send_ns"], Value::Null);
+    assert_eq!(relayed["transit_ms"], Value::Null);
+    assert_eq!(relayed["utc_ns"], Value::from(1_750_000_000_223_456_789i64));
+    assert_eq!(relayed["utc"], "2025-06-15T15:06:40.223456789Z");
 }
 
 #[test]
