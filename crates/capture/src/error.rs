@@ -179,6 +179,14 @@ pub enum Error {
         /// The path.
         path: String,
     },
+    /// A record a capture file cannot hold (exporting to pcap or pcapng).
+    #[error("record #{index}: {reason}")]
+    Export {
+        /// Zero-based index of the record in the trace.
+        index: u64,
+        /// What the format cannot hold.
+        reason: String,
+    },
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),

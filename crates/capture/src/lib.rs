@@ -8,10 +8,11 @@
 //! [`discover::discover`] proposes a `layout:` spec for an unknown protocol from its payloads.
 //!
 //! # Features
-//! Both are on by default; a crate that only reads traces (the replay engine) turns them off
+//! All are on by default; a crate that only reads traces (the replay engine) turns them off
 //! and builds without their dependencies.
 //! - `import`: `import` (CSV logs, through `csv`) and `pcap::read_capture` (pcap and pcapng,
 //!   through `pcap-parser` and `etherparse`).
+//! - `export`: `export` (traces written back as pcapng or pcap captures; no dependencies).
 //! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
 //!   sender), through `nix`.
 //!
@@ -37,6 +38,8 @@
 pub mod decode;
 pub mod discover;
 mod error;
+#[cfg(feature = "export")]
+pub mod export;
 pub mod filter;
 pub mod format;
 #[cfg(feature = "import")]

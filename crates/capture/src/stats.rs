@@ -457,6 +457,7 @@ mod tests {
             probe_stream: Some(0),
             src: None,
             dst: None,
+            direction: crate::trace::Direction::Unknown,
             payload_type: None,
             clock_rate: None,
             channels: vec![],

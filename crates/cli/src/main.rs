@@ -45,6 +45,9 @@ enum Command {
     /// Propose a layout:SPEC for an unknown protocol from a flow's payloads (sequence counter,
     /// send time, message types), with the evidence.
     Discover(cmd::discover::Args),
+    /// Write a trace as a pcapng/pcap capture for Wireshark, or as a per-packet table
+    /// (Parquet, CSV, NDJSON) for notebooks.
+    Export(cmd::export::Args),
     /// Convert a pcap/pcapng capture or a CSV log into a jitterlab trace.
     Import(cmd::import::Args),
     /// Per-stream statistics: packets, loss, duplicates, reordering, RFC 3550 jitter.
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Capture(args) => cmd::capture::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Discover(args) => cmd::discover::run(&args),
+        Command::Export(args) => cmd::export::run(&args),
         Command::Import(args) => cmd::import::run(&args),
         Command::Info(args) => cmd::info::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),

@@ -25,6 +25,8 @@
 mod error;
 pub mod figure;
 pub mod figures;
+pub mod frame_io;
+pub mod packets;
 pub mod results;
 pub mod runs;
 pub mod table;
@@ -32,6 +34,8 @@ mod write;
 
 pub use error::Error;
 pub use figure::Figure;
+pub use frame_io::{TableFormat, write_frame};
+pub use packets::packet_table;
 pub use runs::{FrameLog, PlayoutLog, Run, play_policies, run_policies};
 pub use table::summary_frame;
 pub use write::{ReportInput, Written, report_figures, write_full_report, write_report};

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::time::Nanos;
-use crate::trace::Endpoint;
+use crate::trace::{Direction, Endpoint};
 
 /// Why one packet could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,6 +137,10 @@ pub struct StreamInfo {
     pub src: Option<Endpoint>,
     /// Destination address, when known.
     pub dst: Option<Endpoint>,
+    /// Which way the stream's first record went (relay traces; [`Direction::Unknown`]
+    /// elsewhere). Streams of different directions are kept apart by their addresses, or for
+    /// probes by the direction itself.
+    pub direction: Direction,
     /// The first payload type seen (RTP).
     pub payload_type: Option<u8>,
     /// Media clock rate in Hz (RTP). `None` means send times are unknown: no jitter is made up.

@@ -183,6 +183,7 @@ impl StreamDecoder {
             probe_stream: o.own_id,
             src: rec.src,
             dst: rec.dst,
+            direction: rec.direction,
             payload_type: o.payload_type,
             clock_rate: o
                 .payload_type
@@ -314,6 +315,7 @@ impl StreamDecoder {
             values: p.values,
             state: Some(p.state),
             event: p.event,
+            size: rec.orig_len,
             ..Sample::new(stream, seq, p.send, rec.time)
         })
     }

@@ -37,6 +37,9 @@ pub struct CaptureSummary {
     pub frames: u64,
     /// UDP datagrams imported as records.
     pub udp: u64,
+    /// Of those, datagrams on a jitterlab export's ground-truth interface (`jitterlab-sent`),
+    /// imported as records of kind sent.
+    pub ground_truth: u64,
     /// UDP datagrams the filter left out.
     pub filtered_out: u64,
     /// Frames that are not UDP (TCP, ARP, ICMP, ...).

@@ -53,7 +53,14 @@ struct Interface {
     resolution: u64,
     /// Seconds added to every timestamp.
     offset_s: i64,
+    /// Whether the interface is a jitterlab export's ground truth (`if_name` =
+    /// `jitterlab-sent`): its datagrams are imported as records of kind sent.
+    sent: bool,
 }
+
+/// The `if_name` of a jitterlab export's ground-truth interface (the exporter's
+/// `SENT_INTERFACE`, repeated here so that reading does not need the `export` feature).
+const SENT_INTERFACE: &str = "jitterlab-sent";
 
 /// Reads a pcap or pcapng stream, calling `sink` with each UDP datagram in file order.
 ///
@@ -236,6 +243,7 @@ impl State<'_> {
                     link: LinkType::from_code(h.network.0),
                     resolution: if nano { 1_000_000_000 } else { 1_000_000 },
                     offset_s: 0,
+                    sent: false,
                 }];
                 self.add_link(LinkType::from_code(h.network.0));
                 Ok(None)
@@ -262,10 +270,15 @@ impl State<'_> {
                         if resolution > 1_000_000 {
                             self.summary.nanosecond = true;
                         }
+                        let sent = idb.options.iter().any(|o| {
+                            o.code == pcap_parser::pcapng::OptionCode::IfName
+                                && o.as_str() == Ok(SENT_INTERFACE)
+                        });
                         self.interfaces.push(Interface {
                             link: LinkType::from_code(idb.linktype.0),
                             resolution,
                             offset_s: idb.ts_offset(),
+                            sent,
                         });
                         self.add_link(LinkType::from_code(idb.linktype.0));
                         Ok(None)
@@ -284,7 +297,14 @@ impl State<'_> {
                         let ns = i128::from(iface.offset_s) * 1_000_000_000
                             + i128::from(ticks) * 1_000_000_000 / i128::from(iface.resolution);
                         let time = Nanos(i64::try_from(ns).unwrap_or(i64::MAX));
-                        Ok(self.frame(iface.link, time, epb.packet_data(), epb.origlen))
+                        let record = self.frame(iface.link, time, epb.packet_data(), epb.origlen);
+                        Ok(record.map(|mut rec| {
+                            if iface.sent {
+                                rec.kind = crate::RecordKind::Sent;
+                                self.summary.ground_truth += 1;
+                            }
+                            rec
+                        }))
                     }
                     Block::SimplePacket(spb) => {
                         // No timestamp in a simple packet block: the best we can say is "at the

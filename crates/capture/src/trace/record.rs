@@ -121,6 +121,17 @@ impl Direction {
         }
     }
 
+    /// A name for output: `unknown`, `to-upstream`, `to-client`, or `code-N` for a code
+    /// this version does not know.
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Self::Unknown => "unknown".into(),
+            Self::ToUpstream => "to-upstream".into(),
+            Self::ToClient => "to-client".into(),
+            Self::Other(code) => format!("code-{code}").into(),
+        }
+    }
+
     /// The direction for a stored byte.
     pub const fn from_code(code: u8) -> Self {
         match code {

@@ -132,8 +132,14 @@ fn import_capture(args: &Args) -> Result<()> {
     }
     writer.into_inner().commit()?;
     crate::say::note!(
-        "imported {} UDP datagrams ({} frames) from {display} into {}: {} stream(s) with the {decoder} decoder{}",
+        "imported {} UDP datagrams{} ({} frames) from {display} into {}: {} stream(s) with the {decoder} decoder{}",
         capture.records.len(),
+        match capture.summary.ground_truth {
+            0 => String::new(),
+            n => format!(
+                ", {n} of them ground truth (a jitterlab export's jitterlab-sent interface)"
+            ),
+        },
         capture.summary.frames,
         args.output.display(),
         decoded.streams.len(),

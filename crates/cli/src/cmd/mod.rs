@@ -4,6 +4,7 @@ pub(crate) mod capture;
 pub(crate) mod completions;
 pub(crate) mod demo;
 pub(crate) mod discover;
+pub(crate) mod export;
 pub(crate) mod import;
 pub(crate) mod info;
 pub(crate) mod man;

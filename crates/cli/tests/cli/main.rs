@@ -6,6 +6,7 @@
 //! - `conventions`: exit codes, `--quiet`, help values and headings, completions, man pages,
 //!   `--version`, old flag names, I/O errors that name their path.
 //! - `discover`: layouts proposed for unknown protocols.
+//! - `export`: traces to pcapng/pcap read back by tshark and the Lua dissector; packet tables.
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
@@ -16,6 +17,7 @@ mod commands;
 mod contracts;
 mod conventions;
 mod discover;
+mod export;
 mod games;
 mod gstreamer;
 mod live;
