@@ -179,6 +179,16 @@ pub enum Error {
         /// The path.
         path: String,
     },
+    /// An input that cannot be opened, or whose first bytes cannot be read or decompressed.
+    #[error("cannot {action} {path}: {source}")]
+    Input {
+        /// `open` or `read`.
+        action: &'static str,
+        /// The path, or `standard input`.
+        path: String,
+        /// Why not.
+        source: std::io::Error,
+    },
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -48,6 +48,7 @@ pub mod output;
 pub mod pcap;
 pub mod rng;
 pub mod sdp;
+pub mod source;
 #[cfg(feature = "live")]
 pub mod sender;
 pub mod spec;

@@ -1,7 +1,8 @@
 //! The pcap/pcapng reader: frames through the link and IP layers down to UDP datagrams.
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
 use etherparse::defrag::IpDefragPool;
 use etherparse::{
@@ -55,6 +56,23 @@ struct Interface {
     offset_s: i64,
 }
 
+/// The input, keeping its last I/O error: pcap-parser reports every one as `ReadError`, and
+/// the error (a decompression error, a device error) is what the user needs to see.
+struct KeepError<R> {
+    inner: R,
+    error: Arc<Mutex<Option<io::Error>>>,
+}
+
+impl<R: Read> Read for KeepError<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            if let Ok(mut slot) = self.error.lock() {
+                *slot = Some(io::Error::new(e.kind(), e.to_string()));
+            }
+        })
+    }
+}
+
 /// Reads a pcap or pcapng stream, calling `sink` with each UDP datagram in file order.
 ///
 /// # Errors
@@ -65,6 +83,19 @@ pub fn read_capture<R: Read + Send>(
     filter: Option<&Filter>,
     mut sink: impl FnMut(Record) -> Result<(), Error>,
 ) -> Result<CaptureSummary, Error> {
+    let kept = Arc::new(Mutex::new(None));
+    let read_error = || {
+        Error::Io(
+            kept.lock()
+                .ok()
+                .and_then(|mut e| e.take())
+                .unwrap_or_else(|| io::Error::other("cannot read the capture")),
+        )
+    };
+    let input = KeepError {
+        inner: input,
+        error: Arc::clone(&kept),
+    };
     let mut reader = create_reader(1 << 20, input).map_err(|e| match e {
         PcapError::Eof => capture_error(0, "the file is empty"),
         PcapError::HeaderNotRecognized => {
@@ -73,7 +104,7 @@ pub fn read_capture<R: Read + Send>(
         PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
             capture_error(0, "the file header is cut short")
         }
-        PcapError::ReadError => Error::Io(std::io::Error::other("cannot read the capture")),
+        PcapError::ReadError => read_error(),
         other => capture_error(0, &format!("cannot read the file header: {other:?}")),
     })?;
     let mut state = State {
@@ -114,7 +145,7 @@ pub fn read_capture<R: Read + Send>(
             Err(PcapError::Incomplete(_)) => {
                 reader
                     .refill()
-                    .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
+                    .map_err(|_| read_error())?;
             }
             Err(PcapError::BufferTooSmall) => {
                 let need = state.claimed_len(reader.data());
@@ -129,7 +160,7 @@ pub fn read_capture<R: Read + Send>(
                 reader.grow((need + 16).max(1 << 20) * 2);
                 reader
                     .refill()
-                    .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
+                    .map_err(|_| read_error())?;
             }
             Err(e) => {
                 let reason = match e {
