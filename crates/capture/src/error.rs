@@ -180,14 +180,14 @@ pub enum Error {
         path: String,
     },
     /// An input that cannot be opened, or whose first bytes cannot be read or decompressed.
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}: {error}")]
     Input {
         /// `open` or `read`.
         action: &'static str,
         /// The path, or `standard input`.
         path: String,
-        /// Why not.
-        source: std::io::Error,
+        /// Why not (in the message, not a separate cause, so it is said once).
+        error: std::io::Error,
     },
     /// An I/O error.
     #[error(transparent)]

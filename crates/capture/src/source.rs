@@ -162,10 +162,10 @@ impl Source {
             return Self::from_reader("standard input", None, io::stdin(), progress);
         }
         let name = path.display().to_string();
-        let file = File::open(path).map_err(|source| Error::Input {
+        let file = File::open(path).map_err(|error| Error::Input {
             action: "open",
             path: name.clone(),
-            source,
+            error,
         })?;
         let len = file
             .metadata()
@@ -187,10 +187,10 @@ impl Source {
         progress: Option<Progress>,
     ) -> Result<Self, Error> {
         let name = name.into();
-        let read_error = |source| Error::Input {
+        let read_error = |error| Error::Input {
             action: "read",
             path: name.clone(),
-            source,
+            error,
         };
         let eof = Arc::new(AtomicBool::new(false));
         let mut raw = Counted {

@@ -25,6 +25,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
+    crate::input::not_stdout_dir(&args.out, "--out")?;
     let started = Instant::now();
     let decoded = decode_trace(Reader::new(crate::sweeping::DEMO_TRACE)?, None)
         .context("the embedded demo trace")?;

@@ -56,6 +56,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
+    crate::input::stdin_once(std::iter::once(&args.trace).chain(&args.sweep_results))?;
+    crate::input::not_stdout_dir(&args.output, "-o")?;
     let constraints = args.limits.constraints()?;
     let options = SweepOptions {
         grid: Vec::new(),
