@@ -56,16 +56,37 @@ struct Interface {
     offset_s: i64,
 }
 
-/// The input, keeping its last I/O error: pcap-parser reports every one as `ReadError`, and
-/// the error (a decompression error, a device error) is what the user needs to see.
-struct KeepError<R> {
+/// The input as pcap-parser needs it: its last I/O error kept (pcap-parser reports every
+/// one as `ReadError`, and the error — a decompression error, a device error — is what the
+/// user needs to see), and the first read filled (pcap-parser tells the format from what its
+/// first read returns, and a pipe may return a few bytes at a time).
+struct PcapInput<R> {
     inner: R,
     error: Arc<Mutex<Option<io::Error>>>,
+    first: bool,
 }
 
-impl<R: Read> Read for KeepError<R> {
+impl<R: Read> PcapInput<R> {
+    fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !std::mem::take(&mut self.first) {
+            return self.inner.read(buf);
+        }
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.inner.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(filled)
+    }
+}
+
+impl<R: Read> Read for PcapInput<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).inspect_err(|e| {
+        self.read_some(buf).inspect_err(|e| {
             if let Ok(mut slot) = self.error.lock() {
                 *slot = Some(io::Error::new(e.kind(), e.to_string()));
             }
@@ -92,9 +113,10 @@ pub fn read_capture<R: Read + Send>(
                 .unwrap_or_else(|| io::Error::other("cannot read the capture")),
         )
     };
-    let input = KeepError {
+    let input = PcapInput {
         inner: input,
         error: Arc::clone(&kept),
+        first: true,
     };
     let mut reader = create_reader(1 << 20, input).map_err(|e| match e {
         PcapError::Eof => capture_error(0, "the file is empty"),
