@@ -394,3 +394,23 @@ fn corrupt_and_cut_compressed_files_name_the_file() {
         packets(&whole)
     );
 }
+
+/// `discover` reads its input twice (payloads, then streams): from standard input, and
+/// compressed on the way, it proposes what it proposes for the file.
+#[test]
+fn discover_reads_standard_input_twice_as_a_file() {
+    let args = |path: &Path| {
+        let mut cmd = jitterlab();
+        cmd.arg("discover").arg(path).arg("--json");
+        cmd
+    };
+    let from_file = args(&demo_trace()).assert().success().get_output().stdout.clone();
+    let piped = args(Path::new("-"))
+        .write_stdin(gzip(&std::fs::read(demo_trace()).unwrap()))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(String::from_utf8(piped).unwrap(), String::from_utf8(from_file).unwrap());
+}
