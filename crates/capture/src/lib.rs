@@ -8,12 +8,14 @@
 //! [`discover::discover`] proposes a `layout:` spec for an unknown protocol from its payloads.
 //!
 //! # Features
-//! Both are on by default; a crate that only reads traces (the replay engine) turns them off
+//! All three are on by default; a crate that only reads traces (the replay engine) turns them off
 //! and builds without their dependencies.
 //! - `import`: `import` (CSV logs, through `csv`) and `pcap::read_capture` (pcap and pcapng,
 //!   through `pcap-parser` and `etherparse`).
 //! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
 //!   sender), through `nix`.
+//! - `compress`: gzip and zstd inputs opened through [`source::Source`] (pure Rust: flate2 on
+//!   miniz_oxide, ruzstd); without it `source` still reads plain files and standard input.
 //!
 //! # Example
 //! ```
@@ -48,9 +50,9 @@ pub mod output;
 pub mod pcap;
 pub mod rng;
 pub mod sdp;
-pub mod source;
 #[cfg(feature = "live")]
 pub mod sender;
+pub mod source;
 pub mod spec;
 pub mod stats;
 pub mod synth;

@@ -60,7 +60,10 @@ impl AtomicFile {
             return Ok(Self {
                 dest,
                 tmp: None,
-                out: Some(BufWriter::with_capacity(1 << 16, Sink::Stdout(io::stdout()))),
+                out: Some(BufWriter::with_capacity(
+                    1 << 16,
+                    Sink::Stdout(io::stdout()),
+                )),
             });
         }
         if let Ok(meta) = fs::metadata(&dest)

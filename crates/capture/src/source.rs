@@ -554,7 +554,10 @@ mod tests {
 
     #[test]
     fn concatenated_members_and_frames_are_all_read() {
-        let (a, b) = (b"seq,send_ms,arrival_ms\n1,2,3\n".to_vec(), b"4,5,6\n".to_vec());
+        let (a, b) = (
+            b"seq,send_ms,arrival_ms\n1,2,3\n".to_vec(),
+            b"4,5,6\n".to_vec(),
+        );
         let whole = [a.clone(), b.clone()].concat();
         let (_, out) = read_all([gzip(&a), gzip(&b)].concat()).unwrap();
         assert_eq!(out, whole);
@@ -588,7 +591,10 @@ mod tests {
 
     #[test]
     fn a_cut_compressed_trace_ends_where_the_data_ends() {
-        let header = crate::Header::new(crate::trace::Clock::default(), crate::trace::Source::default());
+        let header = crate::Header::new(
+            crate::trace::Clock::default(),
+            crate::trace::Source::default(),
+        );
         let mut w = crate::Writer::new(Vec::new(), &header).unwrap();
         // Payloads that do not compress, so that the cut falls after whole zstd blocks.
         let mut x = 1u64;
@@ -599,8 +605,11 @@ mod tests {
                     (x >> 56) as u8
                 })
                 .collect();
-            w.write(&crate::Record::received(crate::Nanos::from_millis(i), payload))
-                .unwrap();
+            w.write(&crate::Record::received(
+                crate::Nanos::from_millis(i),
+                payload,
+            ))
+            .unwrap();
         }
         let trace = w.into_inner();
         for bytes in [gzip(&trace), zstd(&trace)] {
@@ -622,8 +631,8 @@ mod tests {
         let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let s2 = Arc::clone(&seen);
         let progress: Progress = Box::new(move |n| s2.store(n, Ordering::Relaxed));
-        let mut s = Source::from_reader("p", Some(total), Cursor::new(bytes), Some(progress))
-            .unwrap();
+        let mut s =
+            Source::from_reader("p", Some(total), Cursor::new(bytes), Some(progress)).unwrap();
         io::copy(&mut s, &mut io::sink()).unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), total);
         assert_eq!(s.len(), Some(total));
@@ -631,7 +640,9 @@ mod tests {
 
     #[test]
     fn a_missing_file_names_its_path() {
-        let err = Source::open("/nonexistent/x.pcap.gz").unwrap_err().to_string();
+        let err = Source::open("/nonexistent/x.pcap.gz")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("cannot open /nonexistent/x.pcap.gz"), "{err}");
     }
 }

@@ -477,7 +477,9 @@ fn a_trickling_pipe_reads_like_the_file() {
     struct Failing;
     impl std::io::Read for Failing {
         fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
-            Err(std::io::Error::other("corrupt gzip data: invalid block type"))
+            Err(std::io::Error::other(
+                "corrupt gzip data: invalid block type",
+            ))
         }
     }
     let err = read_capture_all(Failing, None).unwrap_err().to_string();

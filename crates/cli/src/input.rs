@@ -300,7 +300,10 @@ pub(crate) fn open_input(path: &Path, progress: bool) -> Result<Input> {
     let len = match spooled {
         Some(bytes) => Some(bytes.len() as u64),
         None if source::is_stdio(path) => None,
-        None => std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len()),
+        None => std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len()),
     };
     let bar = read_progress(progress, len, path);
     let tick = bar.clone();
@@ -357,7 +360,11 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
 }
 
 /// Reads a capture, keeping the UDP datagrams that pass `filter`.
-pub(crate) fn read_capture(input: &mut Input, filter: Option<&str>, decoder: &str) -> Result<Capture> {
+pub(crate) fn read_capture(
+    input: &mut Input,
+    filter: Option<&str>,
+    decoder: &str,
+) -> Result<Capture> {
     let display = input.source.name().to_owned();
     let filter = filter.map(Filter::parse).transpose()?;
     let (records, summary) = pcap::read_capture_all(&mut input.source, filter.as_ref())

@@ -254,10 +254,11 @@ pub fn results_format_as(path: &Path, format: Option<&str>) -> Result<&'static s
     const KNOWN: [&str; 3] = ["parquet", "csv", "json"];
     if let Some(name) = format {
         let name = name.to_ascii_lowercase();
-        return KNOWN
-            .into_iter()
-            .find(|k| *k == name)
-            .ok_or_else(|| Error::Table(format!("unknown results format '{name}' (known: parquet, csv, json)")));
+        return KNOWN.into_iter().find(|k| *k == name).ok_or_else(|| {
+            Error::Table(format!(
+                "unknown results format '{name}' (known: parquet, csv, json)"
+            ))
+        });
     }
     if is_stdio(path) {
         return Err(Error::Table(
@@ -294,7 +295,11 @@ pub fn check_results_output(path: &Path, force: bool) -> Result<(), Error> {
 ///
 /// # Errors
 /// As [`results_format_as`], or an existing file without `force`.
-pub fn check_results_output_as(path: &Path, format: Option<&str>, force: bool) -> Result<(), Error> {
+pub fn check_results_output_as(
+    path: &Path,
+    format: Option<&str>,
+    force: bool,
+) -> Result<(), Error> {
     results_format_as(path, format)?;
     if !is_stdio(path) && path.exists() && !force {
         return Err(Error::Capture(jitterlab_capture::Error::Exists {

@@ -165,9 +165,7 @@ pub fn read_capture<R: Read + Send>(
                 break;
             }
             Err(PcapError::Incomplete(_)) => {
-                reader
-                    .refill()
-                    .map_err(|_| read_error())?;
+                reader.refill().map_err(|_| read_error())?;
             }
             Err(PcapError::BufferTooSmall) => {
                 let need = state.claimed_len(reader.data());
@@ -180,9 +178,7 @@ pub fn read_capture<R: Read + Send>(
                     ));
                 }
                 reader.grow((need + 16).max(1 << 20) * 2);
-                reader
-                    .refill()
-                    .map_err(|_| read_error())?;
+                reader.refill().map_err(|_| read_error())?;
             }
             Err(e) => {
                 let reason = match e {

@@ -8,7 +8,9 @@ use jitterlab_capture::import::import_csv;
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::{Format, RecordKind, Writer};
 
-use crate::input::{DecodeArgs, Input, Selection, decode_capture, open_input, read_capture, shown, shown_out};
+use crate::input::{
+    DecodeArgs, Input, Selection, decode_capture, open_input, read_capture, shown, shown_out,
+};
 
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]

@@ -60,7 +60,11 @@ fn info_of_standard_input_is_info_of_the_file() {
         let from_file = info_json(&path, None);
         let piped = info_json(Path::new("-"), Some(std::fs::read(&path).unwrap()));
         assert_eq!(piped, from_file, "{}", path.display());
-        assert!(from_file["streams"].as_array().is_some_and(|s| !s.is_empty()));
+        assert!(
+            from_file["streams"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty())
+        );
     }
 }
 
@@ -78,7 +82,12 @@ fn compressed_traces_and_captures_give_the_same_info() {
         for (ext, bytes) in [("gz", gzip(&plain)), ("zst", zstd(&plain))] {
             let compressed = dir.path().join(format!("{name}.{ext}"));
             std::fs::write(&compressed, &bytes).unwrap();
-            assert_eq!(info_json(&compressed, None), want, "{}", compressed.display());
+            assert_eq!(
+                info_json(&compressed, None),
+                want,
+                "{}",
+                compressed.display()
+            );
             // Told by the magic bytes, not the name: no extension, and through a pipe.
             let bare = dir.path().join(format!("{name}-{ext}-noext"));
             std::fs::write(&bare, &bytes).unwrap();
@@ -122,7 +131,11 @@ fn import_from_standard_input_is_import_of_the_file() {
             .get_output()
             .clone();
         assert!(out.stdout.is_empty());
-        assert!(stderr_of(&out).contains("from standard input"), "{}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains("from standard input"),
+            "{}",
+            stderr_of(&out)
+        );
         assert_eq!(
             info_json(&from_stdin, None),
             info_json(&from_file, None),
@@ -193,7 +206,10 @@ fn sweep_to_standard_output_prints_the_csv_and_nothing_else() {
     let text = String::from_utf8(out.stdout.clone()).unwrap();
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header = reader.headers().unwrap().clone();
-    assert_eq!(header.iter().take(3).collect::<Vec<_>>(), ["trace", "config", "policy"]);
+    assert_eq!(
+        header.iter().take(3).collect::<Vec<_>>(),
+        ["trace", "config", "policy"]
+    );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 4, "one row per configuration:\n{text}");
     for (i, row) in rows.iter().enumerate() {
@@ -229,7 +245,10 @@ fn a_timeline_on_standard_output_keeps_the_summary_off_it() {
         .clone();
     let text = String::from_utf8(out.stdout.clone()).unwrap();
     let mut lines = text.lines();
-    assert!(lines.next().unwrap().starts_with("stream,at_ms,"), "{text:.200}");
+    assert!(
+        lines.next().unwrap().starts_with("stream,at_ms,"),
+        "{text:.200}"
+    );
     let width = text.lines().next().unwrap().split(',').count();
     assert!(lines.all(|l| l.split(',').count() == width));
     assert!(stderr_of(&out).contains("policy fixed:delay=100ms"));
@@ -304,12 +323,22 @@ fn a_dash_given_twice_or_for_a_directory_is_refused() {
         &["sweep", "-", "-", "--sweep", "fixed:delay=50ms"][..],
         &["sweep", "-", "--grid", "-"],
         &["tune", "-", "-"],
-        &["replay", "-", "--policy", "fixed:delay=50ms", "--frames", "-"],
+        &[
+            "replay",
+            "-",
+            "--policy",
+            "fixed:delay=50ms",
+            "--frames",
+            "-",
+        ],
         &["report", "-", "--sweep", "-", "-o", "out"],
     ] {
         let out = jitterlab().args(args).assert().code(2).get_output().clone();
         let err = stderr_of(&out);
-        assert!(err.contains("standard input") && err.contains("only once"), "{args:?}: {err}");
+        assert!(
+            err.contains("standard input") && err.contains("only once"),
+            "{args:?}: {err}"
+        );
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     for args in [
@@ -404,7 +433,12 @@ fn discover_reads_standard_input_twice_as_a_file() {
         cmd.arg("discover").arg(path).arg("--json");
         cmd
     };
-    let from_file = args(&demo_trace()).assert().success().get_output().stdout.clone();
+    let from_file = args(&demo_trace())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let piped = args(Path::new("-"))
         .write_stdin(gzip(&std::fs::read(demo_trace()).unwrap()))
         .assert()
@@ -412,5 +446,8 @@ fn discover_reads_standard_input_twice_as_a_file() {
         .get_output()
         .stdout
         .clone();
-    assert_eq!(String::from_utf8(piped).unwrap(), String::from_utf8(from_file).unwrap());
+    assert_eq!(
+        String::from_utf8(piped).unwrap(),
+        String::from_utf8(from_file).unwrap()
+    );
 }
