@@ -451,3 +451,25 @@ fn discover_reads_standard_input_twice_as_a_file() {
         String::from_utf8(from_file).unwrap()
     );
 }
+
+/// A grid file from standard input, gzip-compressed: the rows of the same grid on the command
+/// line.
+#[test]
+fn a_grid_from_standard_input_sweeps_as_the_command_line_grid() {
+    let rows = |grid_on_stdin: bool| {
+        let mut cmd = jitterlab();
+        cmd.arg("sweep")
+            .arg(demo_trace())
+            .args(["-o", "-", "--format", "csv"]);
+        if grid_on_stdin {
+            cmd.args(["--grid", "-"])
+                .write_stdin(gzip(b"[fixed]\ndelay = \"50ms..100ms step 25ms\"\n"));
+        } else {
+            cmd.args(["--sweep", "fixed:delay=50..100ms/25ms"]);
+        }
+        String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
+    };
+    let from_stdin = rows(true);
+    assert_eq!(from_stdin.lines().count(), 4, "{from_stdin}");
+    assert_eq!(from_stdin, rows(false));
+}
