@@ -77,10 +77,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let out = AtomicFile::create(output, args.force)?;
     let (summary, out) = synth::write(&config, out)?;
     out.commit()
-        .with_context(|| format!("cannot write {}", output.display()))?;
+        .with_context(|| format!("cannot write {}", crate::input::shown_out(output)))?;
     eprintln!(
         "wrote {}: {} snapshots sent, {} received ({} duplicates), {} lost, {} dropped by the bottleneck queue ({:.2} s)",
-        output.display(),
+        crate::input::shown_out(output),
         summary.sent,
         summary.received,
         summary.duplicates,
