@@ -187,6 +187,16 @@ pub enum Error {
         /// What the format cannot hold.
         reason: String,
     },
+    /// An input that cannot be opened, or whose first bytes cannot be read or decompressed.
+    #[error("cannot {action} {path}: {error}")]
+    Input {
+        /// `open` or `read`.
+        action: &'static str,
+        /// The path, or `standard input`.
+        path: String,
+        /// Why not (in the message, not a separate cause, so it is said once).
+        error: std::io::Error,
+    },
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -15,6 +15,8 @@
 //! - `export`: `export` (traces written back as pcapng or pcap captures; no dependencies).
 //! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
 //!   sender), through `nix`.
+//! - `compress`: gzip and zstd inputs opened through [`source::Source`] (pure Rust: flate2 on
+//!   miniz_oxide, ruzstd); without it `source` still reads plain files and standard input.
 //!
 //! # Example
 //! ```
@@ -53,6 +55,7 @@ pub mod rng;
 pub mod sdp;
 #[cfg(feature = "live")]
 pub mod sender;
+pub mod source;
 pub mod spec;
 pub mod stats;
 pub mod synth;

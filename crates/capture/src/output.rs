@@ -4,10 +4,14 @@
 //! place only on [`AtomicFile::commit`]; dropped without a commit (an error, a panic), it removes
 //! the temporary file, so a half-written output never takes the final name. A destination that
 //! exists and is not a regular file (`/dev/stdout`, a FIFO) is written directly instead: it is
-//! never replaced by a rename, and write errors on it are errors.
+//! never replaced by a rename, and write errors on it are errors. The path `-` is standard
+//! output, written directly too (no temporary file, `force` does not matter), so that every
+//! command writing through [`AtomicFile`] takes `-o -`; such a command must print nothing
+//! else on standard output ([`AtomicFile::is_stdout`] tells it so).
 //!
-//! Every I/O error names the destination (`cannot write /dev/full: No space left on device`),
-//! with its kind kept, so callers need add no context of their own.
+//! Every I/O error names the destination (`cannot write /dev/full: No space left on device`,
+//! `cannot write standard output: …`), with its kind kept, so callers need add no context of
+//! their own.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -21,17 +25,51 @@ pub struct AtomicFile {
     dest: PathBuf,
     /// The temporary file renamed into place on commit; `None` when writing a device directly.
     tmp: Option<PathBuf>,
-    out: Option<BufWriter<File>>,
+    out: Option<BufWriter<Sink>>,
+}
+
+/// Where the bytes go: a file, or standard output.
+#[derive(Debug)]
+enum Sink {
+    File(File),
+    Stdout(io::Stdout),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::File(f) => f.write(buf),
+            Self::Stdout(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Self::File(f) => f.flush(),
+            Self::Stdout(s) => s.flush(),
+        }
+    }
 }
 
 impl AtomicFile {
     /// Starts writing `dest`. Without `force`, an existing regular file `dest` is an
-    /// [`Error::Exists`]; an existing device or FIFO is written directly.
+    /// [`Error::Exists`]; an existing device or FIFO is written directly, and so is standard
+    /// output for the path `-`.
     ///
     /// # Errors
     /// The destination exists (without `force`), or its directory is not writable.
     pub fn create(dest: impl AsRef<Path>, force: bool) -> Result<Self, Error> {
         let dest = dest.as_ref().to_path_buf();
+        if crate::source::is_stdio(&dest) {
+            return Ok(Self {
+                dest,
+                tmp: None,
+                out: Some(BufWriter::with_capacity(
+                    1 << 16,
+                    Sink::Stdout(io::stdout()),
+                )),
+            });
+        }
         if let Ok(meta) = fs::metadata(&dest)
             && !meta.is_file()
             && !meta.is_dir()
@@ -44,7 +82,7 @@ impl AtomicFile {
             return Ok(Self {
                 dest,
                 tmp: None,
-                out: Some(BufWriter::with_capacity(1 << 16, file)),
+                out: Some(BufWriter::with_capacity(1 << 16, Sink::File(file))),
             });
         }
         if !force && dest.exists() {
@@ -71,25 +109,31 @@ impl AtomicFile {
         Ok(Self {
             dest,
             tmp: Some(tmp),
-            out: Some(BufWriter::with_capacity(1 << 16, file)),
+            out: Some(BufWriter::with_capacity(1 << 16, Sink::File(file))),
         })
     }
 
-    /// The final path.
+    /// The final path (`-` for standard output).
     pub fn path(&self) -> &Path {
         &self.dest
     }
 
-    /// Flushes, syncs and renames the file into place.
+    /// Whether this writes to standard output (the path `-`).
+    pub fn is_stdout(&self) -> bool {
+        crate::source::is_stdio(&self.dest)
+    }
+
+    /// Flushes, syncs and renames the file into place (flushes, for a device or standard
+    /// output).
     ///
     /// # Errors
     /// I/O errors; the temporary file is removed on failure.
     pub fn commit(mut self) -> Result<(), Error> {
         let out = self.out.take().expect("commit is called once");
-        let file = out
+        let sink = out
             .into_inner()
             .map_err(|e| named(&self.dest, e.into_error()))?;
-        let Some(tmp) = &self.tmp else {
+        let (Sink::File(file), Some(tmp)) = (sink, &self.tmp) else {
             return Ok(());
         };
         file.sync_all().map_err(|e| named(&self.dest, e))?;
@@ -110,10 +154,12 @@ impl AtomicFile {
 
 /// `err` as `cannot write DEST: err`, of the same kind (a closed pipe stays one).
 fn named(dest: &Path, err: io::Error) -> io::Error {
-    io::Error::new(
-        err.kind(),
-        format!("cannot write {}: {err}", dest.display()),
-    )
+    let what = if crate::source::is_stdio(dest) {
+        "standard output".to_owned()
+    } else {
+        dest.display().to_string()
+    };
+    io::Error::new(err.kind(), format!("cannot write {what}: {err}"))
 }
 
 impl Write for AtomicFile {
@@ -176,6 +222,16 @@ mod tests {
         let mut null = AtomicFile::create("/dev/null", false).unwrap();
         null.write_all(b"gone").unwrap();
         null.commit().unwrap();
+    }
+
+    /// `-` is standard output: no file named `-`, no temporary file, `force` not needed.
+    #[test]
+    fn a_dash_is_standard_output() {
+        let stdout = AtomicFile::create("-", false).unwrap();
+        assert!(stdout.is_stdout() && stdout.tmp.is_none());
+        stdout.commit().unwrap();
+        assert!(!Path::new("-").exists());
+        assert!(!AtomicFile::create("out-", true).unwrap().is_stdout());
     }
 
     #[test]

@@ -441,3 +441,47 @@ fn pcapng_blocks_claiming_4_gib_are_an_error_with_the_offset() {
         }
     }
 }
+
+/// A pipe that hands out a few bytes per read (`tcpdump -U -w - |`): the same datagrams as
+/// the whole file, for pcap and pcapng, and an I/O error of the input is the error reported.
+#[test]
+fn a_trickling_pipe_reads_like_the_file() {
+    struct Trickle<'a>(&'a [u8], usize);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let frames: Vec<Vec<u8>> = (0..50u8).map(|i| ether_udp(&[i; 40], false)).collect();
+    let legacy: Vec<(u32, u32, Vec<u8>, u32)> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (10, i as u32 * 20_000, f.clone(), f.len() as u32))
+        .collect();
+    let ng: Vec<(u64, Vec<u8>)> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i as u64 * 20_000, f.clone()))
+        .collect();
+    for bytes in [pcap(1, false, &legacy), pcapng(1, 6, &ng)] {
+        let (want, _) = read(&bytes);
+        assert_eq!(want.len(), 50);
+        for step in [1, 3, 7] {
+            let (got, _) = read_capture_all(Trickle(&bytes, step), None).unwrap();
+            assert_eq!(got, want, "{step} bytes per read");
+        }
+    }
+    struct Failing;
+    impl std::io::Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other(
+                "corrupt gzip data: invalid block type",
+            ))
+        }
+    }
+    let err = read_capture_all(Failing, None).unwrap_err().to_string();
+    assert!(err.contains("corrupt gzip data"), "{err}");
+}

@@ -1,14 +1,19 @@
 //! Opening traces given on the command line, with the file name in every error, and the
-//! flag names the library's errors leave to the command line.
+//! flag names the library's errors leave to the command line. Every input goes through
+//! [`open_input`]: `-` is standard input, and gzip or zstd compression is undone on the way
+//! (`jitterlab_capture::source`).
 
 use std::fs::File;
-use std::path::Path;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::decode::{Collector, DecoderConfig, FlowSummary, flow};
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
+use jitterlab_capture::source::{self, Source};
 use jitterlab_capture::spec::parse_share;
 use jitterlab_capture::trace::Endpoint;
 use jitterlab_capture::{Decoded, Format, Header, Reader, Record, RecordKind, StreamInfo};
@@ -207,31 +212,177 @@ pub(crate) struct Capture {
     pub(crate) summary: CaptureSummary,
 }
 
-/// The format `path` is in, from its first bytes (`None`: empty or unrecognised).
-pub(crate) fn sniff(path: &Path) -> Result<Option<Format>> {
-    let display = path.display();
-    let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-    Format::sniff_reader(file).with_context(|| format!("cannot read {display}"))
+/// How messages name an input: its path, or `standard input` for `-`.
+pub(crate) fn shown(path: &Path) -> String {
+    if source::is_stdio(path) {
+        "standard input".to_owned()
+    } else {
+        path.display().to_string()
+    }
 }
 
-/// Whether `path` starts with a pcap or pcapng magic number.
-pub(crate) fn is_capture(path: &Path) -> Result<bool> {
-    Ok(sniff(path)?.is_some_and(Format::is_capture))
+/// How messages name an output: its path, or `standard output` for `-`.
+pub(crate) fn shown_out(path: &Path) -> String {
+    if source::is_stdio(path) {
+        "standard output".to_owned()
+    } else {
+        path.display().to_string()
+    }
 }
 
-/// Reads a capture file, keeping the UDP datagrams that pass `filter`.
-pub(crate) fn read_capture(path: &Path, filter: Option<&str>, decoder: &str) -> Result<Capture> {
-    let display = path.display();
-    let filter = filter.map(Filter::parse).transpose()?;
-    let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-    let (records, summary) =
-        pcap::read_capture_all(file, filter.as_ref()).with_context(|| display.to_string())?;
-    for problem in summary.problems() {
-        crate::say::note!("note: {display}: {problem}");
+/// Refuses `-` given more than once among a command's inputs: standard input can be read
+/// only once.
+pub(crate) fn stdin_once<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<()> {
+    let n = paths.into_iter().filter(|p| source::is_stdio(p)).count();
+    if n > 1 {
+        bail!("- (standard input) is given {n} times; it can be read only once");
+    }
+    Ok(())
+}
+
+/// Refuses `-` for an output that is a directory of files.
+pub(crate) fn not_stdout_dir(path: &Path, flag: &str) -> Result<()> {
+    if source::is_stdio(path) {
+        bail!("{flag} -: this output is a directory of files; standard output cannot hold it");
+    }
+    Ok(())
+}
+
+/// Where a command's own report goes: standard output, or standard error when its data goes
+/// to standard output (`-o -`), so that the data stays clean.
+pub(crate) fn report_out(data_on_stdout: bool) -> Box<dyn std::io::Write> {
+    if data_on_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(crate::say::stdout())
+    }
+}
+
+/// An opened input and its progress bar (hidden unless asked for and stderr is a terminal).
+pub(crate) struct Input {
+    pub(crate) source: Source,
+    pub(crate) bar: indicatif::ProgressBar,
+}
+
+impl Input {
+    /// Clears the progress bar and warns when a compressed trace was cut short.
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+        if self.source.cut_short() {
+            eprintln!(
+                "warning: {}: the {} data is cut short (the file is truncated); every complete \
+                 record before the cut was read",
+                self.source.name(),
+                self.source.compression().name()
+            );
+        }
+    }
+}
+
+/// Standard input read in full by [`spool_stdin`], for a command that reads its input twice.
+static SPOOLED_STDIN: OnceLock<Arc<[u8]>> = OnceLock::new();
+
+/// When `path` is `-`, reads all of standard input now, so that [`open_input`] can open it
+/// again (a command that reads its input twice; a file is simply opened twice).
+pub(crate) fn spool_stdin(path: &Path) -> Result<()> {
+    if source::is_stdio(path) && SPOOLED_STDIN.get().is_none() {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+        let _ = SPOOLED_STDIN.set(bytes.into());
+    }
+    Ok(())
+}
+
+/// Opens `path` (`-`: standard input) with its compression and format detected; with
+/// `progress`, a bar of the bytes read from the file is drawn on a terminal.
+pub(crate) fn open_input(path: &Path, progress: bool) -> Result<Input> {
+    let spooled = SPOOLED_STDIN.get().filter(|_| source::is_stdio(path));
+    let len = match spooled {
+        Some(bytes) => Some(bytes.len() as u64),
+        None if source::is_stdio(path) => None,
+        None => std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len()),
+    };
+    let bar = read_progress(progress, len, path);
+    let tick = bar.clone();
+    let tick: source::Progress = Box::new(move |n| tick.set_position(n));
+    let source = match spooled {
+        Some(bytes) => Source::from_reader(
+            "standard input",
+            len,
+            std::io::Cursor::new(Arc::clone(bytes)),
+            Some(tick),
+        )?,
+        None => Source::open_with_progress(path, Some(tick))?,
+    };
+    Ok(Input { source, bar })
+}
+
+/// A progress bar of bytes read, in the house style of `sweeping::progress`: hidden when not
+/// asked for or when stderr is not a terminal; a byte counter when the size is unknown.
+fn read_progress(shown_at_all: bool, len: Option<u64>, path: &Path) -> indicatif::ProgressBar {
+    if !shown_at_all || crate::say::quiet() || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
     }
     let name = path
         .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        .map_or_else(|| shown(path), |n| n.to_string_lossy().into_owned());
+    let (bar, template) = match len {
+        Some(len) => (
+            indicatif::ProgressBar::new(len),
+            "{bar:40} {bytes}/{total_bytes} {msg}  {bytes_per_sec}  ETA {eta}",
+        ),
+        None => (
+            indicatif::ProgressBar::no_length(),
+            "{spinner} {bytes} {msg}  {bytes_per_sec}",
+        ),
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("reading {name}"));
+    bar
+}
+
+/// The whole text of a small input (a grid, a frame list): `-` is standard input, and
+/// compressed files are read too.
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    let mut input = open_input(path, false)?;
+    let mut text = String::new();
+    input
+        .source
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read {}", shown(path)))?;
+    Ok(text)
+}
+
+/// Reads a capture, keeping the UDP datagrams that pass `filter`.
+pub(crate) fn read_capture(
+    input: &mut Input,
+    filter: Option<&str>,
+    decoder: &str,
+) -> Result<Capture> {
+    let display = input.source.name().to_owned();
+    let filter = filter.map(Filter::parse).transpose()?;
+    let (records, summary) = pcap::read_capture_all(&mut input.source, filter.as_ref())
+        .with_context(|| display.clone())?;
+    input.finish();
+    for problem in summary.problems() {
+        crate::say::note!("note: {display}: {problem}");
+    }
+    let name = if input.source.name() == "standard input" {
+        "stdin".to_owned()
+    } else {
+        Path::new(&display)
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
     let header = pcap::header_for(&name, &summary, decoder);
     Ok(Capture {
         header,
@@ -282,38 +433,48 @@ pub(crate) fn load_with_capture(
     path: &Path,
     args: &DecodeArgs,
 ) -> Result<(Decoded, Option<CaptureSummary>)> {
-    let display = path.display();
+    load_with_progress(path, args, false)
+}
+
+/// As [`load_with_capture`], with a progress bar of the bytes read on a terminal when
+/// `progress`.
+pub(crate) fn load_with_progress(
+    path: &Path,
+    args: &DecodeArgs,
+    progress: bool,
+) -> Result<(Decoded, Option<CaptureSummary>)> {
+    let display = shown(path);
     let filter = args
         .select
         .filter
         .as_deref()
         .map(Filter::parse)
         .transpose()?;
-    let (mut decoded, summary) = if is_capture(path)? {
+    let mut input = open_input(path, progress)?;
+    let (mut decoded, summary) = if input.source.format().is_some_and(Format::is_capture) {
         // Decoded as it is read: no copy of the capture is kept. SDP applies to the packets
         // after it, as it does in Wireshark (and in traces imported from the capture).
         let header = pcap::header_for("", &CaptureSummary::default(), "auto");
         let mut collector = Collector::new(&header, decoder_config(args, &header)?)?;
-        let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-        let summary = pcap::read_capture(file, filter.as_ref(), |rec| {
+        let summary = pcap::read_capture(&mut input.source, filter.as_ref(), |rec| {
             if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
                 collector.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
             }
             collector.push(&rec);
             Ok(())
         })
-        .with_context(|| display.to_string())?;
+        .with_context(|| display.clone())?;
+        input.finish();
         for problem in summary.problems() {
             crate::say::note!("note: {display}: {problem}");
         }
         (collector.finish(), Some(summary))
     } else {
-        let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-        let mut reader = Reader::new(file).with_context(|| display.to_string())?;
+        let mut reader = Reader::new(&mut input.source).with_context(|| display.clone())?;
         let config = decoder_config(args, reader.header())?;
         let mut collector = Collector::new(reader.header(), config)?;
         let mut unaddressed = 0u64;
-        while let Some(rec) = reader.read_record().with_context(|| display.to_string())? {
+        while let Some(rec) = reader.read_record().with_context(|| display.clone())? {
             if let Some(f) = &filter
                 && rec.kind != RecordKind::Stats
             {
@@ -330,6 +491,8 @@ pub(crate) fn load_with_capture(
         }
         let mut decoded = collector.finish();
         decoded.trailing_bytes = reader.trailing_bytes();
+        drop(reader);
+        input.finish();
         if unaddressed > 0 {
             crate::say::note!(
                 "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
@@ -345,8 +508,8 @@ pub(crate) fn load_with_capture(
         }
         (decoded, None)
     };
-    warn_skipped(path, &decoded);
-    args.select.apply(&mut decoded, &display.to_string())?;
+    warn_skipped(&display, &decoded);
+    args.select.apply(&mut decoded, &display)?;
     let forced = match (args.video, args.audio) {
         (true, _) => Some(jitterlab_capture::decode::MediaKind::Video),
         (_, true) => Some(jitterlab_capture::decode::MediaKind::Audio),
@@ -360,8 +523,7 @@ pub(crate) fn load_with_capture(
     Ok((decoded, summary))
 }
 
-fn warn_skipped(path: &Path, decoded: &Decoded) {
-    let display = path.display();
+fn warn_skipped(display: &str, decoded: &Decoded) {
     if decoded.skipped > 0 {
         eprintln!(
             "warning: {display}: {} packet(s) could not be decoded and were skipped, e.g. {}",
@@ -374,6 +536,12 @@ fn warn_skipped(path: &Path, decoded: &Decoded) {
 /// Creates an output file that is appended to as it is written (captures, sender logs): never
 /// over an existing file unless `force`.
 pub(crate) fn create_output(path: &Path, force: bool) -> Result<File> {
+    if source::is_stdio(path) {
+        bail!(
+            "-: a live trace is written to a file as packets arrive and synced to disk at the \
+             end; give a file name (read it meanwhile with `jitterlab info FILE`)"
+        );
+    }
     let mut open = std::fs::OpenOptions::new();
     open.write(true);
     if force {

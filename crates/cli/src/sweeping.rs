@@ -99,9 +99,8 @@ pub(crate) fn load_all(paths: &[PathBuf], o: &SweepOptions) -> Result<Vec<TraceS
 pub(crate) fn policies(o: &SweepOptions, fallback: Option<Grid>) -> Result<Vec<Policy>> {
     let mut grid = Grid::default();
     for path in &o.grid {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let g = Grid::from_toml(&text).with_context(|| path.display().to_string())?;
+        let text = crate::input::read_text(path)?;
+        let g = Grid::from_toml(&text).with_context(|| crate::input::shown(path))?;
         grid.axes.extend(g.axes);
     }
     for spec in &o.sweeps {

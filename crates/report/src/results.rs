@@ -14,6 +14,7 @@
 use std::path::Path;
 
 use jitterlab_capture::output::AtomicFile;
+use jitterlab_capture::source::is_stdio;
 use jitterlab_replay::sweep::Row;
 use jitterlab_replay::tune::Tuning;
 use jitterlab_replay::{Policy, Summary};
@@ -241,6 +242,30 @@ pub fn sweep_frame(
 /// # Errors
 /// Any other extension.
 pub fn results_format(path: &Path) -> Result<&'static str, Error> {
+    results_format_as(path, None)
+}
+
+/// The format `format` names (`parquet`, `csv` or `json`), or else the one of `path`'s
+/// extension; standard output (`-`) has no extension, so its format must be named.
+///
+/// # Errors
+/// An unknown format name, or no format named and an unknown extension.
+pub fn results_format_as(path: &Path, format: Option<&str>) -> Result<&'static str, Error> {
+    const KNOWN: [&str; 3] = ["parquet", "csv", "json"];
+    if let Some(name) = format {
+        let name = name.to_ascii_lowercase();
+        return KNOWN.into_iter().find(|k| *k == name).ok_or_else(|| {
+            Error::Table(format!(
+                "unknown results format '{name}' (known: parquet, csv, json)"
+            ))
+        });
+    }
+    if is_stdio(path) {
+        return Err(Error::Table(
+            "standard output has no extension to tell the format by: name it (parquet, csv or json)"
+                .into(),
+        ));
+    }
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -262,8 +287,21 @@ pub fn results_format(path: &Path) -> Result<&'static str, Error> {
 /// # Errors
 /// An unknown extension, or an existing file without `force`.
 pub fn check_results_output(path: &Path, force: bool) -> Result<(), Error> {
-    results_format(path)?;
-    if path.exists() && !force {
+    check_results_output_as(path, None, force)
+}
+
+/// As [`check_results_output`], with the format named or else told by the extension (see
+/// [`results_format_as`]); standard output (`-`) always can be written.
+///
+/// # Errors
+/// As [`results_format_as`], or an existing file without `force`.
+pub fn check_results_output_as(
+    path: &Path,
+    format: Option<&str>,
+    force: bool,
+) -> Result<(), Error> {
+    results_format_as(path, format)?;
+    if !is_stdio(path) && path.exists() && !force {
         return Err(Error::Capture(jitterlab_capture::Error::Exists {
             path: path.display().to_string(),
         }));
@@ -283,7 +321,23 @@ pub fn write_results(
     policies: &[Policy],
     rows: &[Row],
 ) -> Result<(), Error> {
-    let kind = results_format(path)?;
+    write_results_as(path, None, force, trace_names, policies, rows)
+}
+
+/// As [`write_results`], in the format named (else by the extension, see
+/// [`results_format_as`]); `-` writes standard output.
+///
+/// # Errors
+/// As [`write_results`].
+pub fn write_results_as(
+    path: &Path,
+    format: Option<&str>,
+    force: bool,
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+) -> Result<(), Error> {
+    let kind = results_format_as(path, format)?;
     let mut out = AtomicFile::create(path, force)?;
     match kind {
         "json" => {
@@ -545,22 +599,40 @@ fn json_value(v: AnyValue<'_>) -> Value {
 /// column, a policy that does not parse, a metric of the wrong type, or two policies under one
 /// `config` index.
 pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
     let bad = |reason: String| Error::Results {
         path: path.to_owned(),
         reason,
     };
+    let bytes = if is_stdio(path) {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|e| bad(format!("cannot read standard input: {e}")))?;
+        bytes
+    } else {
+        std::fs::read(path).map_err(|e| bad(format!("cannot read: {e}")))?
+    };
+    let ext = if is_stdio(path) {
+        // No extension: told by the content (Parquet's magic, a JSON array, else CSV).
+        Some(
+            if bytes.starts_with(b"PAR1") {
+                "parquet"
+            } else if bytes.trim_ascii_start().starts_with(b"[") {
+                "json"
+            } else {
+                "csv"
+            }
+            .to_owned(),
+        )
+    } else {
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+    };
     let objects: Vec<Map<String, Value>> = match ext.as_deref() {
-        Some("json") => {
-            let bytes = std::fs::read(path)?;
-            serde_json::from_slice(&bytes)
-                .map_err(|e| bad(format!("not a sweep JSON array: {e}")))?
-        }
+        Some("json") => serde_json::from_slice(&bytes)
+            .map_err(|e| bad(format!("not a sweep JSON array: {e}")))?,
         Some("parquet" | "csv") => {
-            let file = std::fs::File::open(path)?;
+            let file = std::io::Cursor::new(bytes);
             let df = if ext.as_deref() == Some("csv") {
                 CsvReadOptions::default()
                     .with_has_header(true)

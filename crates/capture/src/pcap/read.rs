@@ -1,7 +1,8 @@
 //! The pcap/pcapng reader: frames through the link and IP layers down to UDP datagrams.
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
 use etherparse::defrag::IpDefragPool;
 use etherparse::{
@@ -61,6 +62,43 @@ struct Interface {
 /// The `if_name` of a jitterlab export's ground-truth interface (the exporter's
 /// `SENT_INTERFACE`, repeated here so that reading does not need the `export` feature).
 const SENT_INTERFACE: &str = "jitterlab-sent";
+/// The input as pcap-parser needs it: its last I/O error kept (pcap-parser reports every
+/// one as `ReadError`, and the error — a decompression error, a device error — is what the
+/// user needs to see), and the first read filled (pcap-parser tells the format from what its
+/// first read returns, and a pipe may return a few bytes at a time).
+struct PcapInput<R> {
+    inner: R,
+    error: Arc<Mutex<Option<io::Error>>>,
+    first: bool,
+}
+
+impl<R: Read> PcapInput<R> {
+    fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !std::mem::take(&mut self.first) {
+            return self.inner.read(buf);
+        }
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.inner.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(filled)
+    }
+}
+
+impl<R: Read> Read for PcapInput<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_some(buf).inspect_err(|e| {
+            if let Ok(mut slot) = self.error.lock() {
+                *slot = Some(io::Error::new(e.kind(), e.to_string()));
+            }
+        })
+    }
+}
 
 /// Reads a pcap or pcapng stream, calling `sink` with each UDP datagram in file order.
 ///
@@ -72,6 +110,20 @@ pub fn read_capture<R: Read + Send>(
     filter: Option<&Filter>,
     mut sink: impl FnMut(Record) -> Result<(), Error>,
 ) -> Result<CaptureSummary, Error> {
+    let kept = Arc::new(Mutex::new(None));
+    let read_error = || {
+        Error::Io(
+            kept.lock()
+                .ok()
+                .and_then(|mut e| e.take())
+                .unwrap_or_else(|| io::Error::other("cannot read the capture")),
+        )
+    };
+    let input = PcapInput {
+        inner: input,
+        error: Arc::clone(&kept),
+        first: true,
+    };
     let mut reader = create_reader(1 << 20, input).map_err(|e| match e {
         PcapError::Eof => capture_error(0, "the file is empty"),
         PcapError::HeaderNotRecognized => {
@@ -80,7 +132,7 @@ pub fn read_capture<R: Read + Send>(
         PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
             capture_error(0, "the file header is cut short")
         }
-        PcapError::ReadError => Error::Io(std::io::Error::other("cannot read the capture")),
+        PcapError::ReadError => read_error(),
         other => capture_error(0, &format!("cannot read the file header: {other:?}")),
     })?;
     let mut state = State {
@@ -119,9 +171,7 @@ pub fn read_capture<R: Read + Send>(
                 break;
             }
             Err(PcapError::Incomplete(_)) => {
-                reader
-                    .refill()
-                    .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
+                reader.refill().map_err(|_| read_error())?;
             }
             Err(PcapError::BufferTooSmall) => {
                 let need = state.claimed_len(reader.data());
@@ -134,9 +184,7 @@ pub fn read_capture<R: Read + Send>(
                     ));
                 }
                 reader.grow((need + 16).max(1 << 20) * 2);
-                reader
-                    .refill()
-                    .map_err(|_| Error::Io(std::io::Error::other("cannot read the capture")))?;
+                reader.refill().map_err(|_| read_error())?;
             }
             Err(e) => {
                 let reason = match e {

@@ -84,6 +84,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(str::parse::<ModelSpec>)
         .transpose()?;
     if let Some(path) = &args.impair_trace {
+        if jitterlab_capture::source::is_stdio(path) {
+            bail!("--impair-trace -: give a file (standard input is not read here)");
+        }
         impair
             .get_or_insert_with(ModelSpec::default)
             .add_recorded(path.clone())

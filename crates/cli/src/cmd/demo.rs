@@ -35,6 +35,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
+    crate::input::not_stdout_dir(&args.output, "--output")?;
     let started = Instant::now();
     let decoded = decode_trace(Reader::new(crate::sweeping::DEMO_TRACE)?, None)
         .context("the embedded demo trace")?;

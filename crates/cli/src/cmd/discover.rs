@@ -1,7 +1,6 @@
 //! `jitterlab discover`: propose a `layout:SPEC` for an unknown protocol from a flow's payloads.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -12,10 +11,10 @@ use jitterlab_capture::discover::{
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap;
 use jitterlab_capture::trace::Endpoint;
-use jitterlab_capture::{Nanos, Reader, RecordKind};
+use jitterlab_capture::{Format, Nanos, Reader, RecordKind};
 use serde_json::{Value, json};
 
-use crate::input::{DecodeArgs, Selection, is_capture, load};
+use crate::input::{DecodeArgs, Selection, load, open_input, shown, spool_stdin};
 
 /// Flows with fewer packets are not studied unless selected.
 const MIN_FLOW_PACKETS: usize = 20;
@@ -60,8 +59,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .as_deref()
         .map(Filter::parse)
         .transpose()?;
+    // Read twice (the flows' payloads, then the streams as `info` decodes them).
+    spool_stdin(&args.trace)?;
     let mut flows = read_flows(&args.trace, filter.as_ref())?;
-    let display = args.trace.display();
+    let display = shown(&args.trace);
     // The streams `info` shows (narrowed by the selection), to number flows as it does and to
     // find the flows of `--stream` and `--ssrc`.
     let decode = DecodeArgs {
@@ -159,7 +160,8 @@ fn list(flows: &[Flow]) -> String {
 /// Reads the received packets of a capture or trace, grouped by (src, dst) in order of first
 /// appearance.
 fn read_flows(path: &Path, filter: Option<&Filter>) -> Result<Vec<Flow>> {
-    let display = path.display();
+    let display = shown(path);
+    let mut input = open_input(path, false)?;
     let mut flows: Vec<Flow> = Vec::new();
     let mut index: HashMap<(Option<Endpoint>, Option<Endpoint>), usize> = HashMap::new();
     let mut push = |src: Option<Endpoint>, dst: Option<Endpoint>, time: Nanos, payload: Vec<u8>| {
@@ -174,21 +176,19 @@ fn read_flows(path: &Path, filter: Option<&Filter>) -> Result<Vec<Flow>> {
         });
         flows[i].packets.push((time, payload));
     };
-    if is_capture(path)? {
-        let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-        let summary = pcap::read_capture(file, filter, |rec| {
+    if input.source.format().is_some_and(Format::is_capture) {
+        let summary = pcap::read_capture(&mut input.source, filter, |rec| {
             push(rec.src, rec.dst, rec.time, rec.payload);
             Ok(())
         })
-        .with_context(|| display.to_string())?;
+        .with_context(|| display.clone())?;
         for problem in summary.problems() {
             crate::say::note!("note: {display}: {problem}");
         }
     } else {
-        let file = File::open(path).with_context(|| format!("cannot open {display}"))?;
-        let mut reader = Reader::new(file).with_context(|| display.to_string())?;
+        let mut reader = Reader::new(&mut input.source).with_context(|| display.clone())?;
         let mut unmatched = 0u64;
-        while let Some(rec) = reader.read_record().with_context(|| display.to_string())? {
+        while let Some(rec) = reader.read_record().with_context(|| display.clone())? {
             if rec.kind() != RecordKind::Received {
                 continue;
             }

@@ -1,7 +1,6 @@
 //! `jitterlab export`: a trace back out as a pcapng/pcap capture (for Wireshark and tshark),
 //! or as a per-packet table (Parquet, CSV, NDJSON) for notebooks.
 
-use std::fs::File;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
@@ -9,10 +8,11 @@ use anyhow::{Context, Result, bail};
 use jitterlab_capture::export::{CaptureFormat, CaptureWriter, ExportSummary};
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::pcap::{self, CaptureSummary};
+use jitterlab_capture::format::Format;
 use jitterlab_capture::{Header, Reader};
 use jitterlab_report::TableFormat;
 
-use crate::input::{DecodeArgs, is_capture, load};
+use crate::input::{DecodeArgs, load, open_input};
 
 /// What `export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -156,36 +156,35 @@ fn progress(quiet: bool, total: u64, unit: &str) -> indicatif::ProgressBar {
 
 fn export_capture(args: &Args, format: CaptureFormat) -> Result<()> {
     let input = &args.input;
-    let display = input.display();
-    let out_display = args.output.display();
-    let capture_input = is_capture(input)?;
-    let file = File::open(input).with_context(|| format!("cannot open {display}"))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let display = crate::input::shown(input);
+    let out_display = crate::input::shown_out(&args.output);
+    let mut opened = open_input(input, true)?;
+    let capture_input = opened.source.format().is_some_and(Format::is_capture);
     let out = AtomicFile::create(&args.output, args.force)?;
-    let bar = progress(crate::say::quiet(), size, "bytes");
-    let reader = bar.wrap_read(file);
+    let reader = &mut opened.source;
     let (summary, header, trailing) = if capture_input {
         let name = input
             .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            .map_or_else(|| "stdin".to_owned(), |n| n.to_string_lossy().into_owned());
         let header = pcap::header_for(&name, &CaptureSummary::default(), "auto");
         let mut writer = CaptureWriter::new(out, format, &header)?;
         let read = pcap::read_capture(reader, None, |rec| writer.write(&rec))
-            .with_context(|| display.to_string())?;
+            .with_context(|| display.clone())?;
         for problem in read.problems() {
-            eprintln!("note: {display}: {problem}");
+            crate::say::note!("note: {display}: {problem}");
         }
         (finish(writer, args)?, header, 0)
     } else {
-        let mut trace = Reader::new(reader).with_context(|| display.to_string())?;
+        let mut trace = Reader::new(reader).with_context(|| display.clone())?;
         let header = trace.header().clone();
         let mut writer = CaptureWriter::new(out, format, &header)?;
-        while let Some(rec) = trace.read_record().with_context(|| display.to_string())? {
-            writer.write(&rec).with_context(|| display.to_string())?;
+        while let Some(rec) = trace.read_record().with_context(|| display.clone())? {
+            writer.write(&rec).with_context(|| display.clone())?;
         }
-        (finish(writer, args)?, header, trace.trailing_bytes())
+        let trailing = trace.trailing_bytes();
+        (finish(writer, args)?, header, trailing)
     };
-    bar.finish_and_clear();
+    opened.finish();
     if trailing > 0 {
         eprintln!(
             "warning: {display}: the last {trailing} bytes do not form a whole record (the \
@@ -257,17 +256,20 @@ fn wrote(s: &ExportSummary, format: CaptureFormat, input: &str, output: &str) ->
 }
 
 fn export_table(args: &Args, format: TableFormat) -> Result<()> {
-    let display = args.input.display();
+    let display = crate::input::shown(&args.input);
+    // The input is read twice (its header, then decoded): standard input is kept for that.
+    crate::input::spool_stdin(&args.input)?;
     let mut out = AtomicFile::create(&args.output, args.force)?;
-    let offset = if is_capture(&args.input)? {
+    let mut opened = open_input(&args.input, false)?;
+    let offset = if opened.source.format().is_some_and(Format::is_capture) {
         Some(0)
     } else {
-        let file = File::open(&args.input).with_context(|| format!("cannot open {display}"))?;
-        trace_header(file)
-            .with_context(|| display.to_string())?
+        trace_header(&mut opened.source)
+            .with_context(|| display.clone())?
             .clock
             .realtime_offset_ns
     };
+    drop(opened);
     let decoded = load(&args.input, &args.decode)?;
     let rows = (decoded.samples.len() + decoded.truth.len()) as u64;
     let bar = progress(crate::say::quiet(), rows, "pos");
@@ -285,7 +287,7 @@ fn export_table(args: &Args, format: TableFormat) -> Result<()> {
             decoded.samples.len(),
             decoded.truth.len(),
             decoded.streams.len(),
-            args.output.display(),
+            crate::input::shown_out(&args.output),
             format.name(),
             if offset.is_none() {
                 "; utc is null: the trace's clock has no known realtime offset"

@@ -1,7 +1,5 @@
 //! `jitterlab import`: CSV logs and pcap/pcapng captures into traces.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -10,7 +8,9 @@ use jitterlab_capture::import::import_csv;
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::{Format, RecordKind, Writer};
 
-use crate::input::{DecodeArgs, Selection, decode_capture, read_capture, sniff};
+use crate::input::{
+    DecodeArgs, Input, Selection, decode_capture, open_input, read_capture, shown, shown_out,
+};
 
 /// Arguments of `jitterlab import`.
 #[derive(Debug, clap::Args)]
@@ -19,9 +19,10 @@ use crate::input::{DecodeArgs, Selection, decode_capture, read_capture, sniff};
 )]
 pub(crate) struct Args {
     /// What to import: a pcap/pcapng capture, or a CSV log with columns seq, send_ms,
-    /// arrival_ms, optional stream, values.
+    /// arrival_ms, optional stream, values (- reads standard input; .gz and .zst are
+    /// decompressed).
     input: PathBuf,
-    /// The trace to write.
+    /// The trace to write (- writes standard output).
     #[arg(short, long, value_name = "OUT", help_heading = "Output")]
     output: PathBuf,
     /// Overwrite OUT if it exists.
@@ -42,10 +43,11 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let display = args.input.display();
-    let format = sniff(&args.input)?;
+    let display = shown(&args.input);
+    let mut input = open_input(&args.input, true)?;
+    let format = input.source.format();
     if format.is_some_and(Format::is_capture) {
-        return import_capture(args);
+        return import_capture(args, &mut input);
     }
     if args.select.is_some() || args.decoder.is_some() || !args.clock_rates.is_empty() {
         bail!(
@@ -56,12 +58,12 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if format == Some(Format::Trace) {
         bail!("{display}: this is already a jitterlab trace");
     }
-    let file = File::open(&args.input).with_context(|| format!("cannot open {display}"))?;
     let name = args
         .input
         .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let imported = import_csv(BufReader::new(file), &name).with_context(|| display.to_string())?;
+        .map_or_else(|| "stdin".to_owned(), |n| n.to_string_lossy().into_owned());
+    let imported = import_csv(&mut input.source, &name).with_context(|| display.clone())?;
+    input.finish();
     let out = AtomicFile::create(&args.output, args.force)?;
     let mut writer = Writer::new(out, &imported.header)?;
     for record in &imported.records {
@@ -80,13 +82,13 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         } else {
             String::new()
         },
-        args.output.display()
+        shown_out(&args.output)
     );
     Ok(())
 }
 
-fn import_capture(args: &Args) -> Result<()> {
-    let display = args.input.display();
+fn import_capture(args: &Args, input: &mut Input) -> Result<()> {
+    let display = shown(&args.input);
     let decoder = match &args.decoder {
         Some(name) => DecoderConfig::parse(name)?.name(),
         None => "auto".to_owned(),
@@ -97,7 +99,7 @@ fn import_capture(args: &Args) -> Result<()> {
         check.add_clock_rate(spec)?;
     }
     let out = AtomicFile::create(&args.output, args.force)?;
-    let mut capture = read_capture(&args.input, args.select.filter.as_deref(), &decoder)?;
+    let mut capture = read_capture(input, args.select.filter.as_deref(), &decoder)?;
     for (pt, hz) in &check.clock_rates {
         capture
             .header
@@ -105,10 +107,10 @@ fn import_capture(args: &Args) -> Result<()> {
             .insert(format!("clock_rate.{pt}"), hz.to_string());
     }
     let mut decoded =
-        decode_capture(&capture, &DecodeArgs::default()).with_context(|| display.to_string())?;
+        decode_capture(&capture, &DecodeArgs::default()).with_context(|| display.clone())?;
     if args.select.stream.is_some() || args.select.ssrc.is_some() || args.select.flow.is_some() {
         // Keep the datagrams of the selected streams' flows (of their SSRCs, for RTP).
-        args.select.apply(&mut decoded, &display.to_string())?;
+        args.select.apply(&mut decoded, &display)?;
         let kept: Vec<_> = decoded
             .streams
             .iter()
@@ -141,7 +143,7 @@ fn import_capture(args: &Args) -> Result<()> {
             ),
         },
         capture.summary.frames,
-        args.output.display(),
+        shown_out(&args.output),
         decoded.streams.len(),
         if decoded.skipped > 0 {
             format!(

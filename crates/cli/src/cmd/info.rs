@@ -12,7 +12,7 @@ use jitterlab_capture::timing::{Timing, timing};
 use jitterlab_capture::{Decoded, StreamInfo};
 use serde_json::{Value, json};
 
-use crate::input::{DecodeArgs, load_with_capture};
+use crate::input::{DecodeArgs, load_with_progress, shown};
 
 /// Arguments of `jitterlab info`.
 #[derive(Debug, clap::Args)]
@@ -20,7 +20,8 @@ use crate::input::{DecodeArgs, load_with_capture};
     after_help = "Examples:\n  jitterlab info call.pcapng\n  jitterlab info call.jtr --stream 0 --json"
 )]
 pub(crate) struct Args {
-    /// The trace, or a pcap/pcapng capture, to describe.
+    /// The trace, or a pcap/pcapng capture, to describe (- reads standard input; .gz and
+    /// .zst are decompressed).
     trace: PathBuf,
     /// Print JSON (the shape scripts rely on) instead of a table.
     #[arg(long, help_heading = "Output")]
@@ -30,7 +31,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let (decoded, capture) = load_with_capture(&args.trace, &args.decode)?;
+    let (decoded, capture) = load_with_progress(&args.trace, &args.decode, true)?;
     let stats = stream_stats(&decoded);
     let mut out = crate::say::stdout();
     if args.json {
@@ -45,7 +46,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     writeln!(
         out,
         "{}: {} stream(s), {} packets received{}",
-        args.trace.display(),
+        shown(&args.trace),
         decoded.streams.len(),
         decoded.samples.len(),
         if decoded.truth.is_empty() {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::Nanos;
 use jitterlab_capture::output::AtomicFile;
+use jitterlab_capture::source::is_stdio;
 use jitterlab_replay::{ClockMapping, Frame, FrameClock, Policy, Replay, Summary};
 use serde_json::{Value, json};
 
@@ -127,6 +128,7 @@ fn csv_row(f: &Frame<'_>, width: usize) -> String {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
+    crate::input::stdin_once(std::iter::once(&args.trace).chain(&args.frames))?;
     let policy: Policy = args.policy.parse().context("--policy")?;
     let clock: ClockMapping = args.clock.parse()?;
     let frames = match (&args.at, &args.frames, &args.hitches) {
@@ -137,9 +139,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             FrameClock::At(times.iter().map(|&t| Nanos::from_millis_f64(t)).collect())
         }
         (None, Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            FrameClock::parse_times(&text).with_context(|| path.display().to_string())?
+            let text = crate::input::read_text(path)?;
+            FrameClock::parse_times(&text).with_context(|| crate::input::shown(path))?
         }
         (None, None, Some(spec)) => FrameClock::parse_hitches(args.fps, spec, args.seed)?,
         (None, None, None) => FrameClock::Fps(args.fps),
@@ -215,7 +216,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     }
 
     let total = result.total.summary();
-    let mut out = crate::say::stdout();
+    // With the timeline on standard output (`--timeline -`), the summary goes to stderr.
+    let mut out = crate::input::report_out(args.timeline.as_deref().is_some_and(is_stdio));
     if args.json {
         let streams: Vec<Value> = result
             .streams
@@ -274,7 +276,8 @@ fn run_playout(
         crate::say::note!("wrote the timeline to {path}");
     }
     let total = played.total;
-    let mut out = crate::say::stdout();
+    // With the timeline on standard output (`--timeline -`), the summary goes to stderr.
+    let mut out = crate::input::report_out(args.timeline.as_deref().is_some_and(is_stdio));
     if args.json {
         let streams: Vec<Value> = played
             .streams

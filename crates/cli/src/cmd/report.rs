@@ -64,6 +64,8 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     crate::sweeping::use_threads(args.threads)?;
+    crate::input::stdin_once(std::iter::once(&args.trace).chain(&args.sweep_results))?;
+    crate::input::not_stdout_dir(&args.output, "-o")?;
     let constraints = args.limits.constraints()?;
     let options = SweepOptions {
         grid: Vec::new(),

@@ -4,12 +4,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use jitterlab_capture::source::is_stdio;
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Constraints, tune};
 use jitterlab_replay::{Policy, TraceStreams};
-use jitterlab_report::results::{check_results_output, write_results};
+use jitterlab_report::results::{check_results_output_as, write_results_as};
 
+use crate::input::{report_out, shown_out, stdin_once};
 use crate::sweeping::{Mode, SweepOptions, execute, execute_playout, load_all, policies};
 
 /// Arguments of `jitterlab sweep`.
@@ -23,9 +25,13 @@ pub(crate) struct Args {
     traces: Vec<PathBuf>,
     #[command(flatten)]
     options: SweepOptions,
-    /// Write every row here: .parquet, .csv or .json.
+    /// Write every row here: .parquet, .csv or .json (- writes standard output, with
+    /// --format).
     #[arg(short, long, value_name = "OUT", help_heading = "Output")]
     output: Option<PathBuf>,
+    /// The rows' format, whatever OUT's extension (needed for -o -).
+    #[arg(long, value_name = "FORMAT", value_parser = ["parquet", "csv", "json"])]
+    format: Option<String>,
     /// Overwrite OUT if it exists.
     #[arg(long, help_heading = "Output")]
     force: bool,
@@ -40,9 +46,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         None => Shard::ALL,
     };
     // Everything that can be refused is checked before any trace is read.
+    stdin_once(args.traces.iter().chain(&args.options.grid))?;
+    let to_stdout = args.output.as_deref().is_some_and(is_stdio);
+    if to_stdout && args.format.is_none() {
+        bail!("-o -: standard output has no extension; give --format parquet|csv|json");
+    }
+    if args.format.is_some() && args.output.is_none() {
+        bail!("--format applies to the rows written with -o OUT");
+    }
     let policies = policies(&args.options, None)?;
     if let Some(out) = &args.output {
-        check_results_output(out, args.force)?;
+        check_results_output_as(out, args.format.as_deref(), args.force)?;
     }
     let started = Instant::now();
     let loaded = load_all(&args.traces, &args.options)?;
@@ -70,8 +84,15 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
     };
     if let Some(out) = &args.output {
-        write_results(out, args.force, &names, &policies, &rows)
-            .with_context(|| format!("cannot write {}", out.display()))?;
+        write_results_as(
+            out,
+            args.format.as_deref(),
+            args.force,
+            &names,
+            &policies,
+            &rows,
+        )
+        .with_context(|| format!("cannot write {}", shown_out(out)))?;
     }
     crate::say::note!(
         "{} {} ({} configurations × {} trace(s){}) in {secs:.2} s after {load_secs:.2} s reading: \
@@ -92,10 +113,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         packets as f64 / secs / 1e6,
         args.output.as_ref().map_or(String::new(), |o| format!(
             "; rows written to {}",
-            o.display()
+            shown_out(o)
         ))
     );
-    print_frontier(&mut crate::say::stdout(), &rows, &policies)?;
+    // With the rows on standard output, the frontier goes to standard error.
+    print_frontier(&mut report_out(to_stdout), &rows, &policies)?;
     Ok(())
 }
 

@@ -86,7 +86,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     out.commit()?;
     crate::say::note!(
         "wrote {}: {} snapshots sent, {} received ({} duplicates), {} lost, {} dropped by the bottleneck queue ({:.2} s)",
-        output.display(),
+        crate::input::shown_out(output),
         summary.sent,
         summary.received,
         summary.duplicates,

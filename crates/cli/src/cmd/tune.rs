@@ -72,6 +72,10 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
 
 pub(crate) fn run(args: &Args) -> Result<()> {
     crate::sweeping::use_threads(args.options.threads)?;
+    crate::input::stdin_once(args.traces.iter().chain(&args.options.grid))?;
+    if let Some(dir) = &args.report {
+        crate::input::not_stdout_dir(dir, "--report")?;
+    }
     let constraints = args.limits.constraints()?;
     let loaded = if args.traces.is_empty() {
         vec![crate::sweeping::demo()?]

@@ -11,6 +11,7 @@
 //! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
+//! - `pipes`: `-` as standard input and output, `.gz`/`.zst` inputs, a real tcpdump pipe.
 
 mod bad_input;
 mod commands;
@@ -23,6 +24,7 @@ mod gstreamer;
 mod live;
 mod media;
 mod peers;
+mod pipes;
 mod raknet;
 mod report;
 mod sweep;
