@@ -1,24 +1,44 @@
 //! `jitterlab capture`: record live UDP traffic, or relay it between a client and a server.
+//!
+//! Without the `live` feature the command is still there and says that this build has no live
+//! capture, rather than leaving clap to call it an unknown command.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+
+#[cfg(feature = "live")]
+use std::io::{IsTerminal, Write};
+#[cfg(feature = "live")]
 use std::sync::Arc;
+#[cfg(feature = "live")]
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
+#[cfg(feature = "live")]
+use anyhow::{Context, bail};
+#[cfg(feature = "live")]
 use jitterlab_capture::decode::DecoderConfig;
-use jitterlab_capture::live::{self, Config, Status};
+#[cfg(feature = "live")]
+use jitterlab_capture::live::{self, Capture, Config, Status, TIMESTAMPS};
+#[cfg(feature = "live")]
 use jitterlab_capture::netmodel::ModelSpec;
+#[cfg(feature = "live")]
 use jitterlab_capture::time::parse_duration;
+#[cfg(feature = "live")]
 use jitterlab_capture::trace::{Clock, Header, Source};
 
+#[cfg(feature = "live")]
 use crate::input::parse_addr;
 
 /// Arguments of `jitterlab capture`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(not(feature = "live"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "live"),
+    command(before_help = "Not in this build: it was built without the `live` feature.")
+)]
 pub(crate) struct Args {
-    /// Where to listen: HOST:PORT, or PORT alone for 127.0.0.1:PORT (loopback unless told
-    /// otherwise).
+    /// Where to listen: HOST:PORT (a host name or an IP address), or PORT alone for
+    /// 127.0.0.1:PORT (loopback unless told otherwise).
     #[arg(long, value_name = "ADDR")]
     listen: String,
     /// The trace to write (appended to as packets arrive; readable even after a crash).
@@ -36,7 +56,8 @@ pub(crate) struct Args {
     /// Bytes of each datagram's payload to keep (the full length is recorded).
     #[arg(long, value_name = "BYTES", default_value_t = 65_535)]
     snaplen: usize,
-    /// Relay mode: forward client datagrams to this server and its replies back.
+    /// Relay mode: forward client datagrams to this server (HOST:PORT, a host name or an IP
+    /// address) and its replies back.
     #[arg(long, value_name = "UPSTREAM")]
     forward: Option<String>,
     /// Relay mode: impair both directions with a seeded network model, e.g.
@@ -53,6 +74,19 @@ pub(crate) struct Args {
     decoder: Option<String>,
 }
 
+/// Without the `live` feature: one line saying so.
+#[cfg(not(feature = "live"))]
+pub(crate) fn run(_args: &Args) -> Result<()> {
+    anyhow::bail!(
+        "capture: this jitterlab was built without live capture (the `live` feature); \
+         record with tcpdump or Wireshark and `jitterlab import` the file, or rebuild with \
+         default features"
+    )
+}
+
+/// Binds first (an address in use fails here, before anything is announced or created), then
+/// creates the output, says so, and captures until stopped.
+#[cfg(feature = "live")]
 pub(crate) fn run(args: &Args) -> Result<()> {
     let listen = parse_addr(&args.listen, "--listen")?;
     let forward = args
@@ -92,6 +126,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(|d| std::time::Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(0)));
     config.count = args.count;
     config.decoder = decoder.clone();
+    let capture = Capture::bind(&config)?;
+    let listen = capture.local_addr();
     let mut header = Header::new(
         Clock {
             name: "CLOCK_REALTIME".into(),
@@ -106,6 +142,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         },
     );
     header.decoder = decoder.as_ref().map(DecoderConfig::name);
+    header.notes.push(format!("timestamps: {TIMESTAMPS}"));
     if let Some(spec) = &impair {
         header.notes.push(format!("impairment: {spec}"));
     }
@@ -115,31 +152,56 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
     let tty = std::io::stderr().is_terminal();
+    let relaying = match (forward, args.forward.as_deref()) {
+        (Some(up), Some(text)) if text.trim() != up.to_string() => {
+            format!(", relaying to {text} ({up})")
+        }
+        (Some(up), _) => format!(", relaying to {up}"),
+        (None, _) => String::new(),
+    };
+    // A capture that fails before recording a datagram leaves no file behind.
+    let failed = |e: jitterlab_capture::Error| {
+        let removed = live::discard_if_empty(&args.output);
+        anyhow::Error::new(e).context(format!(
+            "capture into {}{}",
+            args.output.display(),
+            if removed {
+                " (nothing recorded, no file left)"
+            } else {
+                ""
+            }
+        ))
+    };
+    let running = capture.start(file, &header).map_err(failed)?;
     eprintln!(
-        "capturing on {listen}{} into {} (Ctrl-C to stop)",
-        forward.map_or(String::new(), |u| format!(", relaying to {u}")),
+        "capturing on {listen}{relaying} into {} with {TIMESTAMPS} (Ctrl-C to stop)",
         args.output.display()
     );
-    let summary = live::run(&config, file, &header, &stop, |s| {
-        if tty {
-            eprint!("\r\x1b[2K{}", status_line(s));
-            let _ = std::io::stderr().flush();
-        }
-    })
-    .with_context(|| format!("capture into {}", args.output.display()))?;
+    let summary = running
+        .wait(&stop, |s| {
+            if tty {
+                eprint!("\r\x1b[2K{}", status_line(s));
+                let _ = std::io::stderr().flush();
+            }
+        })
+        .map_err(failed)?;
     if tty {
         eprintln!();
     }
     let st = summary.stats;
     eprintln!(
-        "captured {} datagrams from {} stream(s) in {:.1} s into {} ({} records): {} kernel drops, \
+        "captured {} datagrams from {} stream(s) in {:.1} s into {} ({} records): {}, \
          {} queue drops, {} user-space timestamps{}",
         st.received,
         summary.status.streams,
         summary.status.elapsed.as_secs_f64(),
         args.output.display(),
         summary.records,
-        st.kernel_drops,
+        if TIMESTAMPS.counts_kernel_drops() {
+            format!("{} kernel drops", st.kernel_drops)
+        } else {
+            "kernel drops not counted on this platform".to_owned()
+        },
         st.queue_drops,
         st.user_timestamps,
         if forward.is_some() {
@@ -166,6 +228,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 }
 
 /// `, N what` when `n` is not zero: a summary clause for a counter that is usually zero.
+#[cfg(feature = "live")]
 fn counted(n: u64, what: &str) -> String {
     if n > 0 {
         format!(", {n} {what}")
@@ -174,6 +237,7 @@ fn counted(n: u64, what: &str) -> String {
     }
 }
 
+#[cfg(feature = "live")]
 fn status_line(s: &Status) -> String {
     let secs = s.elapsed.as_secs_f64();
     format!(
@@ -190,30 +254,4 @@ fn status_line(s: &Status) -> String {
         s.drops,
         s.jitter_ms
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::input::parse_addr;
-
-    /// A bare port listens on loopback only; any other address must be written out.
-    #[test]
-    fn a_bare_port_means_loopback() {
-        assert_eq!(
-            parse_addr("5004", "--listen").unwrap().to_string(),
-            "127.0.0.1:5004"
-        );
-        assert_eq!(
-            parse_addr("0.0.0.0:5004", "--listen").unwrap().to_string(),
-            "0.0.0.0:5004"
-        );
-        assert_eq!(
-            parse_addr("[::1]:5004", "--listen").unwrap().to_string(),
-            "[::1]:5004"
-        );
-        let err = parse_addr("example.org", "--listen")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("expected HOST:PORT or PORT"), "{err}");
-    }
 }

@@ -8,6 +8,9 @@
 //! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
+//! - `live_edges`: host names, and nothing announced or created by a live command that fails.
+//! - `live`, `live_edges`, `peers`, `raknet`, `transports` need the `live` feature (on by default);
+//!   `no_live` checks what a build without it says.
 
 mod bad_input;
 mod commands;
@@ -15,12 +18,20 @@ mod contracts;
 mod discover;
 mod games;
 mod gstreamer;
+#[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_edges;
 mod media;
+#[cfg(not(feature = "live"))]
+mod no_live;
+#[cfg(feature = "live")]
 mod peers;
+#[cfg(feature = "live")]
 mod raknet;
 mod report;
 mod sweep;
+#[cfg(feature = "live")]
 mod transports;
 mod util;
 mod voip_buffers;
