@@ -370,6 +370,7 @@ fn warn_skipped(path: &Path, decoded: &Decoded) {
 
 /// Creates an output file that is appended to as it is written (captures, sender logs): never
 /// over an existing file unless `force`.
+#[cfg_attr(not(feature = "live"), allow(dead_code))]
 pub(crate) fn create_output(path: &Path, force: bool) -> Result<File> {
     let mut open = std::fs::OpenOptions::new();
     open.write(true);

@@ -1,6 +1,6 @@
 //! A build without the `live` feature (`cargo test -p jitterlab --no-default-features`, as
-//! `.ci/run` does): `capture` and `send` are still commands, and each says in one line that
-//! this build has no live capture, exit code 2, creating nothing.
+//! `.ci/run` does): `capture` and `send` are still commands, listed as not in this build, and
+//! each says in one line that this build has no live capture, exit code 2, creating nothing.
 
 use std::process::Command;
 
@@ -45,4 +45,13 @@ fn capture_and_send_say_this_build_has_no_live_capture() {
         );
     }
     assert!(!out.exists() && !log.exists());
+    let help = Command::new(bin()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for command in ["capture", "send"] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(command))
+            .unwrap_or_else(|| panic!("{command} missing from --help: {help}"));
+        assert!(line.contains("Not in this build"), "{line}");
+    }
 }

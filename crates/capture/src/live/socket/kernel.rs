@@ -87,7 +87,12 @@ impl Receiver {
             }
         };
         let mut time = None;
-        let mut ovfl = None;
+        // Only Linux reports drops.
+        #[cfg_attr(
+            not(any(target_os = "linux", target_os = "android")),
+            allow(unused_mut)
+        )]
+        let mut ovfl: Option<u32> = None;
         if let Ok(cmsgs) = msg.cmsgs() {
             for c in cmsgs {
                 match c {
@@ -99,10 +104,8 @@ impl Receiver {
                     ControlMessageOwned::RxqOvfl(n) => ovfl = Some(n),
                     #[cfg(not(any(target_os = "linux", target_os = "android")))]
                     ControlMessageOwned::ScmTimestamp(tv) => {
-                        time = Some(Nanos(
-                            i64::from(tv.tv_sec()) * 1_000_000_000
-                                + i64::from(tv.tv_usec()) * 1_000,
-                        ));
+                        use nix::sys::time::TimeValLike;
+                        time = Some(Nanos(tv.num_nanoseconds()));
                     }
                     _ => {}
                 }
