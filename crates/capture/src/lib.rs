@@ -13,7 +13,9 @@
 //! - `import`: `import` (CSV logs, through `csv`) and `pcap::read_capture` (pcap and pcapng,
 //!   through `pcap-parser` and `etherparse`).
 //! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
-//!   sender), through `nix`.
+//!   sender): kernel receive timestamps through `nix` on Linux, macOS and the BSDs, the
+//!   standard library's sockets (with `socket2` for the receive buffer) elsewhere, Windows
+//!   among them (`live::TIMESTAMPS` says which).
 //!
 //! # Example
 //! ```

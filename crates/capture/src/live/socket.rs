@@ -72,6 +72,9 @@ use portable::Receiver;
 /// buffer this long receives any datagram whole.
 const MAX_DATAGRAM: usize = 65_536;
 
+/// The receive buffer sizes asked for, largest first: the first the system accepts is kept.
+const RECEIVE_BUFFERS: [usize; 4] = [8 << 20, 4 << 20, 2 << 20, 1 << 20];
+
 /// Where live capture takes arrival times from on a platform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampSource {
@@ -187,7 +190,8 @@ pub struct Datagram {
 
 impl StampedSocket {
     /// Wraps a bound socket: enables the platform's receive timestamps and drop counter (see
-    /// [`TIMESTAMPS`]), asks for an 8 MiB receive buffer and a short read timeout.
+    /// [`TIMESTAMPS`]), asks for an 8 MiB receive buffer (less where the system refuses that)
+    /// and a short read timeout.
     ///
     /// # Errors
     /// The socket options cannot be set.

@@ -50,9 +50,14 @@ impl Receiver {
             setsockopt(sock, sockopt::ReceiveTimestamp, &true).map_err(option("SO_TIMESTAMP"))?;
             nix::cmsg_space!(nix::sys::time::TimeVal)
         };
-        // The kernel caps this (net.core.rmem_max, kern.ipc.maxsockbuf); a smaller buffer only
-        // means earlier drops.
-        let _ = setsockopt(sock, sockopt::RcvBuf, &(8 << 20));
+        // Linux caps this silently (net.core.rmem_max); macOS and the BSDs refuse more than
+        // kern.ipc.maxsockbuf allows, so smaller sizes are tried. A smaller buffer only means
+        // earlier drops.
+        for size in super::RECEIVE_BUFFERS {
+            if setsockopt(sock, sockopt::RcvBuf, &size).is_ok() {
+                break;
+            }
+        }
         Ok(Self { cmsg, last_ovfl: 0 })
     }
 

@@ -20,7 +20,12 @@ impl Receiver {
     /// Asks for an 8 MiB receive buffer (the system may give less: Windows' default is small
     /// enough to drop bursts, and nothing counts those drops).
     pub(super) fn new(sock: &UdpSocket) -> Result<Self, Error> {
-        let _ = socket2::SockRef::from(sock).set_recv_buffer_size(8 << 20);
+        let sock = socket2::SockRef::from(sock);
+        for size in super::RECEIVE_BUFFERS {
+            if sock.set_recv_buffer_size(size).is_ok() {
+                break;
+            }
+        }
         Ok(Self)
     }
 
