@@ -15,7 +15,7 @@ fn main() -> std::io::Result<()> {
     let sink = args.next().is_some_and(|a| a == "sink");
     let sock = UdpSocket::bind(("127.0.0.1", port))?;
     // A receive buffer as large as the capture's, so the echo is not the bottleneck.
-    let _ = nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::RcvBuf, &(8 << 20));
+    let _ = socket2::SockRef::from(&sock).set_recv_buffer_size(8 << 20);
     sock.set_read_timeout(Some(Duration::from_secs(idle)))?;
     let mut buf = vec![0u8; 65_536];
     let (mut echoed, mut failed) = (0u64, 0u64);

@@ -153,6 +153,20 @@ pub enum Error {
         /// Why not.
         source: std::io::Error,
     },
+    /// A network address that is neither `HOST:PORT` nor a port.
+    #[error("'{text}': expected HOST:PORT or PORT")]
+    Address {
+        /// The text given.
+        text: String,
+    },
+    /// A host name that does not resolve (or resolves to no address).
+    #[error("cannot resolve host '{host}': {source}")]
+    Resolve {
+        /// The host name.
+        host: String,
+        /// Why not.
+        source: std::io::Error,
+    },
     /// A socket option live capture needs cannot be set.
     #[error("cannot enable {option}: {source}")]
     SocketOption {

@@ -14,7 +14,9 @@
 //!   through `pcap-parser` and `etherparse`).
 //! - `export`: `export` (traces written back as pcapng or pcap captures; no dependencies).
 //! - `live`: `live` (capture, the recording relay and its impairment) and `sender` (the probe
-//!   sender), through `nix`.
+//!   sender): kernel receive timestamps through `nix` on Linux, macOS and the BSDs, the
+//!   standard library's sockets (with `socket2` for the receive buffer) elsewhere, Windows
+//!   among them (`live::TIMESTAMPS` says which).
 //! - `compress`: gzip and zstd inputs opened through [`source::Source`] (pure Rust: flate2 on
 //!   miniz_oxide, ruzstd); without it `source` still reads plain files and standard input.
 //!

@@ -205,6 +205,7 @@ mod tests {
     use super::*;
 
     /// A device is written, not replaced, and its write errors are errors.
+    #[cfg(unix)]
     #[test]
     fn a_full_device_is_an_error_and_stays_a_device() {
         use std::os::unix::fs::FileTypeExt;

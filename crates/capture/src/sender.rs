@@ -2,27 +2,27 @@
 //! what was sent (ground truth, including packets the network will lose).
 //!
 //! Send times follow absolute deadlines (`start + i / rate`), so sleep overshoot never
-//! accumulates into drift.
+//! accumulates into drift. Datagrams already due go out together: in one `sendmmsg` call on
+//! Linux and Android, one `send` each elsewhere.
+//!
+//! [`Sender::connect`] binds and connects before anything is written, so a command can fail on
+//! a destination it cannot reach before it creates its log; [`Sender::run`] then sends.
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::io::IoSlice;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::sys::socket::{ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage, sendmmsg};
-
 use crate::Error;
 use crate::decode::probe::Probe;
-use crate::live::{FLUSH_INTERVAL, realtime};
+use crate::live::{FLUSH_INTERVAL, realtime, unspecified};
 use crate::synth::{Motion, Mover};
 use crate::time::Nanos;
 use crate::trace::{Clock, Direction, Endpoint, Header, Record, Source, Writer};
 
-/// The most datagrams handed to the kernel in one `sendmmsg` call.
+/// The most datagrams sent together (in one `sendmmsg` call on Linux).
 const BATCH: usize = 64;
 
 /// What to send.
@@ -83,7 +83,69 @@ pub fn log_header(config: &SendConfig, local: SocketAddr) -> Header {
     h
 }
 
-/// Sends until the duration passes or `stop` is set; logs every packet to `log` if given.
+/// A probe sender whose socket is bound and connected, not yet sending.
+#[derive(Debug)]
+pub struct Sender {
+    config: SendConfig,
+    sock: UdpSocket,
+    local: SocketAddr,
+}
+
+impl Sender {
+    /// Checks the settings, binds a socket and connects it to the destination.
+    ///
+    /// # Errors
+    /// Invalid size or rate; a destination that cannot be reached ([`Error::Unreachable`]).
+    pub fn connect(config: &SendConfig) -> Result<Self, Error> {
+        if config.size > 65_507 {
+            return Err(Error::Setting {
+                setting: "size",
+                value: config.size.to_string(),
+                reason: "a UDP datagram carries at most 65507 bytes".into(),
+            });
+        }
+        if !(config.rate_hz > 0.0 && config.rate_hz <= 1_000_000.0) {
+            return Err(Error::Setting {
+                setting: "rate",
+                value: config.rate_hz.to_string(),
+                reason: "must be above 0 and at most 1000000 packets/s".into(),
+            });
+        }
+        let unreachable = |source| Error::Unreachable {
+            to: config.to,
+            source,
+        };
+        let sock = UdpSocket::bind(unspecified(config.to)).map_err(unreachable)?;
+        sock.connect(config.to).map_err(unreachable)?;
+        let local = sock.local_addr()?;
+        Ok(Self {
+            config: *config,
+            sock,
+            local,
+        })
+    }
+
+    /// The address the probes are sent from.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Sends until the duration passes or `stop` is set; logs every packet to `log` if given.
+    ///
+    /// # Errors
+    /// Socket errors other than a refused send, log write errors.
+    pub fn run(self, log: Option<File>, stop: &AtomicBool) -> Result<SendSummary, Error> {
+        let Self {
+            config,
+            sock,
+            local,
+        } = self;
+        send_on(&config, &sock, local, log, stop)
+    }
+}
+
+/// Connects ([`Sender::connect`]) and sends ([`Sender::run`]) until the duration passes or
+/// `stop` is set; logs every packet to `log` if given.
 ///
 /// # Errors
 /// Invalid rate or duration, socket errors other than a refused send, log write errors.
@@ -92,32 +154,16 @@ pub fn send(
     log: Option<File>,
     stop: &AtomicBool,
 ) -> Result<SendSummary, Error> {
-    if config.size > 65_507 {
-        return Err(Error::Setting {
-            setting: "size",
-            value: config.size.to_string(),
-            reason: "a UDP datagram carries at most 65507 bytes".into(),
-        });
-    }
-    if !(config.rate_hz > 0.0 && config.rate_hz <= 1_000_000.0) {
-        return Err(Error::Setting {
-            setting: "rate",
-            value: config.rate_hz.to_string(),
-            reason: "must be above 0 and at most 1000000 packets/s".into(),
-        });
-    }
-    let bind: SocketAddr = if config.to.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(bind)?;
-    sock.connect(config.to)
-        .map_err(|source| Error::Unreachable {
-            to: config.to,
-            source,
-        })?;
-    let local = sock.local_addr()?;
+    Sender::connect(config)?.run(log, stop)
+}
+
+fn send_on(
+    config: &SendConfig,
+    sock: &UdpSocket,
+    local: SocketAddr,
+    log: Option<File>,
+    stop: &AtomicBool,
+) -> Result<SendSummary, Error> {
     let mut log = match log {
         Some(f) => {
             let mut w = Writer::new(BufWriter::new(f), &log_header(config, local))?;
@@ -134,7 +180,7 @@ pub fn send(
     let mut last_flush = start;
     let mut first_sent = None;
     let mut last_sent = start;
-    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(BATCH, None);
+    let mut batcher = Batcher::new();
     let mut batch: Vec<(Vec<u8>, Nanos, Instant)> = Vec::with_capacity(BATCH);
     let deadline = |tick: u64| start + Duration::from_secs_f64(tick as f64 * interval);
     let mut tick = 0;
@@ -143,8 +189,8 @@ pub fn send(
         if deadline(tick) > now {
             thread::sleep(deadline(tick) - now);
         }
-        // Everything already due goes out in one sendmmsg call: at high rates the sender
-        // keeps up without drifting, at low rates batches are one packet.
+        // Everything already due goes out together (one sendmmsg call on Linux): at high
+        // rates the sender keeps up without drifting, at low rates batches are one packet.
         let now = Instant::now();
         while tick < count && batch.len() < BATCH && deadline(tick) <= now {
             let offset = tick as f64 * interval;
@@ -166,36 +212,10 @@ pub fn send(
             tick += 1;
         }
         let at = Instant::now();
-        let mut done = 0;
-        while done < batch.len() {
-            let iovs: Vec<[IoSlice<'_>; 1]> = batch[done..]
-                .iter()
-                .map(|(p, _, _)| [IoSlice::new(p)])
-                .collect();
-            let addrs = vec![None; iovs.len()];
-            let none: [ControlMessage<'_>; 0] = [];
-            match sendmmsg(
-                sock.as_raw_fd(),
-                &mut headers,
-                &iovs,
-                addrs,
-                none,
-                MsgFlags::empty(),
-            ) {
-                Ok(results) => {
-                    let n = results.count().max(1);
-                    summary.sent += n as u64;
-                    done += n;
-                }
-                Err(nix::errno::Errno::ECONNREFUSED) => {
-                    // Nothing listening (yet): that datagram is gone; the log still has it.
-                    summary.refused += 1;
-                    done += 1;
-                }
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(Error::Io(e.into())),
-            }
-        }
+        let payloads: Vec<&[u8]> = batch.iter().map(|(p, _, _)| p.as_slice()).collect();
+        let (sent, refused) = batcher.send(sock, &payloads)?;
+        summary.sent += sent;
+        summary.refused += refused;
         for (payload, send, due) in batch.drain(..) {
             summary.max_late = summary.max_late.max(at.saturating_duration_since(due));
             if let Some(w) = &mut log {
@@ -231,6 +251,113 @@ pub fn send(
         summary.drift = summary.span.as_secs_f64() / intended - 1.0;
     }
     Ok(summary)
+}
+
+/// Sends a batch of datagrams on a connected socket: in `sendmmsg` calls.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+struct Batcher {
+    headers: nix::sys::socket::MultiHeaders<nix::sys::socket::SockaddrStorage>,
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl Batcher {
+    fn new() -> Self {
+        Self {
+            headers: nix::sys::socket::MultiHeaders::preallocate(BATCH, None),
+        }
+    }
+
+    /// Sends every payload once; (sent, refused). A refused datagram (nothing listening on
+    /// loopback) is gone; the log still has it.
+    fn send(&mut self, sock: &UdpSocket, payloads: &[&[u8]]) -> Result<(u64, u64), Error> {
+        use std::io::IoSlice;
+        use std::os::fd::AsRawFd;
+
+        use nix::errno::Errno;
+        use nix::sys::socket::{ControlMessage, MsgFlags, sendmmsg};
+
+        let (mut sent, mut refused) = (0, 0);
+        let mut done = 0;
+        while done < payloads.len() {
+            let iovs: Vec<[IoSlice<'_>; 1]> =
+                payloads[done..].iter().map(|p| [IoSlice::new(p)]).collect();
+            let addrs = vec![None; iovs.len()];
+            let none: [ControlMessage<'_>; 0] = [];
+            match sendmmsg(
+                sock.as_raw_fd(),
+                &mut self.headers,
+                &iovs,
+                addrs,
+                none,
+                MsgFlags::empty(),
+            ) {
+                Ok(results) => {
+                    let n = results.count().max(1);
+                    sent += n as u64;
+                    done += n;
+                }
+                Err(Errno::ECONNREFUSED) => {
+                    refused += 1;
+                    done += 1;
+                }
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(Error::Io(e.into())),
+            }
+        }
+        Ok((sent, refused))
+    }
+}
+
+/// Sends a batch of datagrams on a connected socket: one `send` each.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+use portable::Batcher;
+
+/// The batch sender where there is no `sendmmsg` (macOS, Windows); built on every platform for
+/// its tests.
+#[cfg(any(test, not(any(target_os = "linux", target_os = "android"))))]
+mod portable {
+    use std::io;
+    use std::net::UdpSocket;
+
+    use crate::Error;
+
+    /// Sends a batch of datagrams on a connected socket: one `send` each.
+    pub(super) struct Batcher;
+
+    impl Batcher {
+        pub(super) fn new() -> Self {
+            Self
+        }
+
+        /// Sends every payload once; (sent, refused). A refused datagram (nothing listening:
+        /// `ECONNREFUSED`, or `WSAECONNRESET` on Windows) is gone; the log still has it.
+        pub(super) fn send(
+            &mut self,
+            sock: &UdpSocket,
+            payloads: &[&[u8]],
+        ) -> Result<(u64, u64), Error> {
+            let (mut sent, mut refused) = (0, 0);
+            for p in payloads {
+                loop {
+                    match sock.send(p) {
+                        Ok(_) => sent += 1,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset
+                            ) =>
+                        {
+                            refused += 1;
+                        }
+                        Err(e) => return Err(Error::Io(e)),
+                    }
+                    break;
+                }
+            }
+            Ok((sent, refused))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -275,6 +402,41 @@ mod tests {
         // How closely the sends kept to the schedule depends on the machine's load: measured,
         // not asserted (no timed assertions in tests).
         assert!(s.drift.is_finite(), "{s:?}");
+    }
+
+    /// The one-`send`-each batcher (macOS, Windows), exercised on this platform: every
+    /// datagram once and in order, and refusals counted, not sent.
+    #[test]
+    fn the_portable_batcher_sends_each_once_and_counts_refusals() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(rx.local_addr().unwrap()).unwrap();
+        let payloads: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 100 + usize::from(i)]).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        let mut batcher = portable::Batcher::new();
+        assert_eq!(batcher.send(&sock, &refs).unwrap(), (10, 0));
+        let mut buf = [0u8; 512];
+        for want in &payloads {
+            let n = rx.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], want.as_slice());
+        }
+        // A closed port: the kernel reports the first datagram's ICMP refusal on a later send.
+        let closed = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(closed).unwrap();
+        let (mut sent, mut refused) = (0, 0);
+        for _ in 0..20 {
+            let (s, r) = batcher.send(&sock, &refs[..1]).unwrap();
+            sent += s;
+            refused += r;
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(sent + refused, 20);
+        assert!(refused > 0, "{sent} sent, {refused} refused");
     }
 
     #[test]

@@ -535,6 +535,7 @@ fn warn_skipped(display: &str, decoded: &Decoded) {
 
 /// Creates an output file that is appended to as it is written (captures, sender logs): never
 /// over an existing file unless `force`.
+#[cfg_attr(not(feature = "live"), allow(dead_code))]
 pub(crate) fn create_output(path: &Path, force: bool) -> Result<File> {
     if source::is_stdio(path) {
         bail!(
@@ -568,11 +569,12 @@ pub(crate) fn parse_ratio(flag: &str, text: &str) -> Result<f64> {
         .with_context(|| format!("{flag} '{text}': expected a ratio 0..1 or 0%..100%"))
 }
 
-/// Parses HOST:PORT, or PORT alone as loopback; `what` names the flag in the error.
+/// Resolves HOST:PORT (a host name or an IP literal), or PORT alone as loopback; `what` names
+/// the flag in the error.
+#[cfg(feature = "live")]
 pub(crate) fn parse_addr(text: &str, what: &str) -> Result<std::net::SocketAddr> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    text.parse()
-        .with_context(|| format!("{what} '{text}': expected HOST:PORT or PORT"))
+    jitterlab_capture::live::resolve(text).map_err(|e| match e {
+        jitterlab_capture::Error::Address { .. } => anyhow::anyhow!("{what} {e}"),
+        e => anyhow::Error::new(e).context(format!("{what} {text}")),
+    })
 }

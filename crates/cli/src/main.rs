@@ -39,6 +39,10 @@ struct Cli {
 enum Command {
     /// Record live UDP traffic into a trace, or relay (and impair) it between a client and a
     /// server.
+    #[cfg_attr(
+        not(feature = "live"),
+        command(about = "Not in this build (no `live` feature): record live UDP traffic")
+    )]
     Capture(cmd::capture::Args),
     /// Replay the embedded demo trace through a few fixed delays and write a PNG report.
     Demo(cmd::demo::Args),
@@ -58,6 +62,10 @@ enum Command {
     /// index.html.
     Report(cmd::report::Args),
     /// Send probe packets at a steady rate with a known motion (and log them as ground truth).
+    #[cfg_attr(
+        not(feature = "live"),
+        command(about = "Not in this build (no `live` feature): send probe packets")
+    )]
     Send(cmd::send::Args),
     /// Replay many configurations (a grid) over traces in parallel; write the rows as a table.
     Sweep(cmd::sweep::Args),

@@ -11,11 +11,20 @@ use std::time::Instant;
 
 use crate::Error;
 use crate::live::impair::Schedule;
-use crate::live::poisoned;
 use crate::live::shared::{Shared, record};
 use crate::live::socket::{Datagram, StampedSocket};
+use crate::live::{poisoned, unspecified};
 use crate::netmodel::Model;
 use crate::trace::{Direction, RecordKind};
+
+/// Whether a receive error is the kernel reporting an earlier send refused by the peer (ICMP
+/// port unreachable): `ECONNREFUSED` on Unix, `WSAECONNRESET` on Windows.
+fn refused(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset
+    )
+}
 
 /// The most clients the relay keeps an upstream socket for.
 const MAX_CLIENTS: usize = 1024;
@@ -45,7 +54,21 @@ impl Relay {
     ) -> Result<(), Error> {
         let mut sock = listener.lock().map_err(poisoned)?;
         while !shared.stopping() {
-            let Some(d) = sock.recv()? else { continue };
+            let d = match sock.recv() {
+                Ok(Some(d)) => d,
+                Ok(None) => continue,
+                // Windows reports an earlier send to a client that was refused (its port
+                // closed) on the next receive, even on an unconnected socket: counted, as on
+                // the upstream side.
+                Err(e) if refused(&e) => {
+                    shared
+                        .counters
+                        .send_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let client = d.from;
             shared.received(&d);
             let Some(up) = self.upstream_for(client, shared)? else {
@@ -80,12 +103,7 @@ impl Relay {
         if clients.len() >= MAX_CLIENTS {
             return Ok(None);
         }
-        let bind: SocketAddr = if self.upstream.is_ipv4() {
-            ([0, 0, 0, 0], 0).into()
-        } else {
-            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let sock = UdpSocket::bind(bind)?;
+        let sock = UdpSocket::bind(unspecified(self.upstream))?;
         sock.connect(self.upstream)?;
         let send = Arc::new(sock.try_clone()?);
         let stamped = StampedSocket::new(sock, self.snaplen)?;
@@ -113,7 +131,7 @@ impl Relay {
                 // The kernel reporting that an earlier datagram to the upstream was refused
                 // (ICMP port unreachable: the server closed its port). Counted with the sends
                 // refused, and the relay carries on, as the server may come back.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                Err(e) if refused(&e) => {
                     shared
                         .counters
                         .send_failures

@@ -1,17 +1,32 @@
 //! `jitterlab capture`: record live UDP traffic, or relay it between a client and a server.
+//!
+//! Without the `live` feature the command is still there and says that this build has no live
+//! capture, rather than leaving clap to call it an unknown command.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+
+#[cfg(feature = "live")]
+use std::io::{IsTerminal, Write};
+#[cfg(feature = "live")]
 use std::sync::Arc;
+#[cfg(feature = "live")]
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
+#[cfg(feature = "live")]
+use anyhow::{Context, bail};
+#[cfg(feature = "live")]
 use jitterlab_capture::decode::DecoderConfig;
-use jitterlab_capture::live::{self, Config, Status};
+#[cfg(feature = "live")]
+use jitterlab_capture::live::{self, Capture, Config, Status, TIMESTAMPS};
+#[cfg(feature = "live")]
 use jitterlab_capture::netmodel::ModelSpec;
+#[cfg(feature = "live")]
 use jitterlab_capture::time::parse_duration;
+#[cfg(feature = "live")]
 use jitterlab_capture::trace::{Clock, Header, Source};
 
+#[cfg(feature = "live")]
 use crate::input::parse_addr;
 
 /// Arguments of `jitterlab capture`.
@@ -19,9 +34,14 @@ use crate::input::parse_addr;
 #[command(
     after_help = "Examples:\n  jitterlab capture --listen 5004 -o call.jtr --duration 60s\n  jitterlab capture --listen 0.0.0.0:7777 --forward 10.0.0.2:7777 -o relay.jtr \\\n      --impair delay=40ms,jitter=15ms,loss=2%,seed=7"
 )]
+#[cfg_attr(not(feature = "live"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "live"),
+    command(before_help = "Not in this build: it was built without the `live` feature.")
+)]
 pub(crate) struct Args {
-    /// Where to listen: HOST:PORT, or PORT alone for 127.0.0.1:PORT (loopback unless told
-    /// otherwise).
+    /// Where to listen: HOST:PORT (a host name or an IP address), or PORT alone for
+    /// 127.0.0.1:PORT (loopback unless told otherwise).
     #[arg(long, value_name = "ADDR", help_heading = "Capture")]
     listen: String,
     /// The trace to write (appended to as packets arrive; readable even after a crash).
@@ -44,7 +64,8 @@ pub(crate) struct Args {
         help_heading = "Capture"
     )]
     snaplen: usize,
-    /// Relay mode: forward client datagrams to this server and its replies back.
+    /// Relay mode: forward client datagrams to this server (HOST:PORT, a host name or an IP
+    /// address) and its replies back.
     #[arg(long, value_name = "UPSTREAM", help_heading = "Relay")]
     forward: Option<String>,
     /// Relay mode: impair both directions with a seeded network model, e.g.
@@ -71,6 +92,19 @@ pub(crate) struct Args {
     decoder: Option<String>,
 }
 
+/// Without the `live` feature: one line saying so.
+#[cfg(not(feature = "live"))]
+pub(crate) fn run(_args: &Args) -> Result<()> {
+    anyhow::bail!(
+        "capture: this jitterlab was built without live capture (the `live` feature); \
+         record with tcpdump or Wireshark and `jitterlab import` the file, or rebuild with \
+         default features"
+    )
+}
+
+/// Binds first (an address in use fails here, before anything is announced or created), then
+/// creates the output, says so, and captures until stopped.
+#[cfg(feature = "live")]
 pub(crate) fn run(args: &Args) -> Result<()> {
     let listen = parse_addr(&args.listen, "--listen")?;
     let forward = args
@@ -113,6 +147,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(|d| std::time::Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(0)));
     config.count = args.count;
     config.decoder = decoder.clone();
+    let capture = Capture::bind(&config)?;
+    let listen = capture.local_addr();
     let mut header = Header::new(
         Clock {
             name: "CLOCK_REALTIME".into(),
@@ -127,6 +163,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         },
     );
     header.decoder = decoder.as_ref().map(DecoderConfig::name);
+    header.notes.push(format!("timestamps: {TIMESTAMPS}"));
     if let Some(spec) = &impair {
         header.notes.push(format!("impairment: {spec}"));
     }
@@ -136,43 +173,56 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
     let tty = std::io::stderr().is_terminal() && !crate::say::quiet();
+    let relaying = match (forward, args.forward.as_deref()) {
+        (Some(up), Some(text)) if text.trim() != up.to_string() => {
+            format!(", relaying to {text} ({up})")
+        }
+        (Some(up), _) => format!(", relaying to {up}"),
+        (None, _) => String::new(),
+    };
+    // A capture that fails before recording a datagram leaves no file behind.
+    let failed = |e: jitterlab_capture::Error| {
+        let removed = live::discard_if_empty(&args.output);
+        anyhow::Error::new(e).context(format!(
+            "capture into {}{}",
+            args.output.display(),
+            if removed {
+                " (nothing recorded, no file left)"
+            } else {
+                ""
+            }
+        ))
+    };
+    let running = capture.start(file, &header).map_err(failed)?;
     crate::say::note!(
-        "capturing on {listen}{} into {} (Ctrl-C to stop)",
-        forward.map_or(String::new(), |u| format!(", relaying to {u}")),
+        "capturing on {listen}{relaying} into {} with {TIMESTAMPS} (Ctrl-C to stop)",
         args.output.display()
     );
-    let summary = match live::run(&config, file, &header, &stop, |s| {
-        if tty {
-            eprint!("\r\x1b[2K{}", status_line(s));
-            let _ = std::io::stderr().flush();
-        }
-    }) {
-        Ok(summary) => summary,
-        Err(e) => {
-            // Refused before anything was recorded (the address cannot be bound, the
-            // impairment is invalid): the file holds nothing, so it is not left behind.
-            if matches!(
-                e,
-                jitterlab_capture::Error::Listen { .. } | jitterlab_capture::Error::Impairment(_)
-            ) {
-                let _ = std::fs::remove_file(&args.output);
+    let summary = running
+        .wait(&stop, |s| {
+            if tty {
+                eprint!("\r\x1b[2K{}", status_line(s));
+                let _ = std::io::stderr().flush();
             }
-            return Err(e).with_context(|| format!("capture into {}", args.output.display()));
-        }
-    };
+        })
+        .map_err(failed)?;
     if tty {
         eprintln!();
     }
     let st = summary.stats;
     crate::say::note!(
-        "captured {} datagrams from {} stream(s) in {:.1} s into {} ({} records): {} kernel drops, \
+        "captured {} datagrams from {} stream(s) in {:.1} s into {} ({} records): {}, \
          {} queue drops, {} user-space timestamps{}",
         st.received,
         summary.status.streams,
         summary.status.elapsed.as_secs_f64(),
         args.output.display(),
         summary.records,
-        st.kernel_drops,
+        if TIMESTAMPS.counts_kernel_drops() {
+            format!("{} kernel drops", st.kernel_drops)
+        } else {
+            "kernel drops not counted on this platform".to_owned()
+        },
         st.queue_drops,
         st.user_timestamps,
         if forward.is_some() {
@@ -199,6 +249,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 }
 
 /// `, N what` when `n` is not zero: a summary clause for a counter that is usually zero.
+#[cfg(feature = "live")]
 fn counted(n: u64, what: &str) -> String {
     if n > 0 {
         format!(", {n} {what}")
@@ -207,6 +258,7 @@ fn counted(n: u64, what: &str) -> String {
     }
 }
 
+#[cfg(feature = "live")]
 fn status_line(s: &Status) -> String {
     let secs = s.elapsed.as_secs_f64();
     format!(
@@ -223,30 +275,4 @@ fn status_line(s: &Status) -> String {
         s.drops,
         s.jitter_ms
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::input::parse_addr;
-
-    /// A bare port listens on loopback only; any other address must be written out.
-    #[test]
-    fn a_bare_port_means_loopback() {
-        assert_eq!(
-            parse_addr("5004", "--listen").unwrap().to_string(),
-            "127.0.0.1:5004"
-        );
-        assert_eq!(
-            parse_addr("0.0.0.0:5004", "--listen").unwrap().to_string(),
-            "0.0.0.0:5004"
-        );
-        assert_eq!(
-            parse_addr("[::1]:5004", "--listen").unwrap().to_string(),
-            "[::1]:5004"
-        );
-        let err = parse_addr("example.org", "--listen")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("expected HOST:PORT or PORT"), "{err}");
-    }
 }

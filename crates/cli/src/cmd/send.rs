@@ -1,13 +1,24 @@
 //! `jitterlab send`: probe packets at a steady rate with a known motion, logged as ground truth.
+//!
+//! Without the `live` feature the command is still there and says that this build cannot send.
 
 use std::path::PathBuf;
+#[cfg(feature = "live")]
 use std::sync::Arc;
+#[cfg(feature = "live")]
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, anyhow};
-use jitterlab_capture::sender::{SendConfig, send};
+use anyhow::Result;
+#[cfg(feature = "live")]
+use anyhow::{Context, anyhow};
+#[cfg(feature = "live")]
+use jitterlab_capture::live::discard_if_empty;
+#[cfg(feature = "live")]
+use jitterlab_capture::sender::{SendConfig, Sender};
+#[cfg(feature = "live")]
 use jitterlab_capture::time::parse_duration;
 
+#[cfg(feature = "live")]
 use crate::input::parse_addr;
 
 /// Arguments of `jitterlab send`.
@@ -15,9 +26,15 @@ use crate::input::parse_addr;
 #[command(
     after_help = "Examples:\n  jitterlab send --to 127.0.0.1:7777 --rate 60 --duration 30s --log sender.jtr\n  jitterlab send --to 5004 --motion teleport --size 1200"
 )]
+#[cfg_attr(not(feature = "live"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "live"),
+    command(before_help = "Not in this build: it was built without the `live` feature.")
+)]
 pub(crate) struct Args {
-    /// Where to send: HOST:PORT, or PORT alone for 127.0.0.1:PORT.
-    #[arg(long, value_name = "ADDR")]
+    /// Where to send: HOST:PORT (a host name or an IP address), or PORT alone for
+    /// 127.0.0.1:PORT.
+    #[arg(long, value_name = "ADDR", help_heading = "Sender")]
     to: String,
     /// Packets per second.
     #[arg(long, default_value_t = 20.0, help_heading = "Sender")]
@@ -50,6 +67,18 @@ pub(crate) struct Args {
     force: bool,
 }
 
+/// Without the `live` feature: one line saying so.
+#[cfg(not(feature = "live"))]
+pub(crate) fn run(_args: &Args) -> Result<()> {
+    anyhow::bail!(
+        "send: this jitterlab was built without live capture (the `live` feature); rebuild \
+         with default features"
+    )
+}
+
+/// Connects first (a destination that cannot be reached fails here, before the log is
+/// created), then sends.
+#[cfg(feature = "live")]
 pub(crate) fn run(args: &Args) -> Result<()> {
     let to = parse_addr(&args.to, "--to")?;
     let duration = parse_duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
@@ -62,6 +91,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         stream: args.stream,
         size: args.size,
     };
+    let sender = Sender::connect(&config)?;
     let log = args
         .log
         .as_deref()
@@ -71,7 +101,14 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let s = send(&config, log, &stop).with_context(|| match &args.log {
+    let s = sender.run(log, &stop).with_context(|| match &args.log {
+        // A send that failed before logging a packet leaves no log behind.
+        Some(path) if discard_if_empty(path) => {
+            format!(
+                "send to {to} (logging into {}: nothing logged, no file left)",
+                path.display()
+            )
+        }
         Some(path) => format!("send to {to} (logging into {})", path.display()),
         None => format!("send to {to}"),
     })?;

@@ -12,6 +12,9 @@
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 //! - `pipes`: `-` as standard input and output, `.gz`/`.zst` inputs, a real tcpdump pipe.
+//! - `live_edges`: host names, and nothing announced or created by a live command that fails.
+//! - `live`, `live_edges`, `peers`, `raknet`, `transports` need the `live` feature (on by default);
+//!   `no_live` checks what a build without it says.
 
 mod bad_input;
 mod commands;
@@ -21,13 +24,21 @@ mod discover;
 mod export;
 mod games;
 mod gstreamer;
+#[cfg(feature = "live")]
 mod live;
+#[cfg(feature = "live")]
+mod live_edges;
 mod media;
+#[cfg(not(feature = "live"))]
+mod no_live;
+#[cfg(feature = "live")]
 mod peers;
 mod pipes;
+#[cfg(feature = "live")]
 mod raknet;
 mod report;
 mod sweep;
+#[cfg(feature = "live")]
 mod transports;
 mod util;
 mod voip_buffers;
