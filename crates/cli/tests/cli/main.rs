@@ -7,6 +7,7 @@
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
+//! - `timeline`: replay timelines as CSV and Parquet, with the README's columns.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 
 mod bad_input;
@@ -21,6 +22,7 @@ mod peers;
 mod raknet;
 mod report;
 mod sweep;
+mod timeline;
 mod transports;
 mod util;
 mod voip_buffers;
