@@ -21,10 +21,10 @@ fn readme_columns() -> Vec<String> {
     cols[..cols.len() - 1].to_vec()
 }
 
-/// A trace whose channels are named `x` and `say "hi"` (the importer refuses commas in names:
-/// the trace keeps them comma-separated).
+/// A trace whose channels are named `x` and `"hi" said` (a field a CSV writer must quote; the
+/// importer refuses commas in names: the trace keeps them comma-separated).
 fn quoted_trace(dir: &Path) -> std::path::PathBuf {
-    let mut csv = String::from("seq,send_ms,arrival_ms,x,\"say \"\"hi\"\"\"\n");
+    let mut csv = String::from("seq,send_ms,arrival_ms,x,\"\"\"hi\"\" said\"\n");
     for i in 0..200 {
         let jitter = (i * 37) % 23;
         csv.push_str(&format!("{i},{},{},{i},{}\n", i * 50, i * 50 + 30 + jitter, -i));
@@ -66,7 +66,7 @@ fn csv_has_the_documented_columns_and_quoted_channel_names() {
     let mut reader = csv::Reader::from_path(&out).unwrap();
     let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
     let mut expected = readme_columns();
-    expected.extend(["x".to_owned(), "say \"hi\"".to_owned()]);
+    expected.extend(["x".to_owned(), "\"hi\" said".to_owned()]);
     assert_eq!(header, expected);
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let m = &v["metrics"];
@@ -82,7 +82,7 @@ fn csv_has_the_documented_columns_and_quoted_channel_names() {
     let reported = m["mean_buffer_delay_ms"].as_f64().unwrap();
     assert!((mean - reported).abs() < 0.05 * reported, "{mean} vs {reported}");
     assert!(rows.iter().all(|r| ["true", "false"].contains(&&r[frozen])));
-    let quoted = col("say \"hi\"");
+    let quoted = col("\"hi\" said");
     assert!(rows.iter().any(|r| r[quoted].starts_with('-')));
 }
 
