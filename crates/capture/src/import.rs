@@ -237,7 +237,10 @@ mod tests {
     fn channel_names_with_commas_are_refused_and_quotes_kept() {
         let csv = "seq,send_ms,arrival_ms,\"x, left\",y\n1,0,1,2,3\n";
         let err = import_csv(csv.as_bytes(), "c.csv").unwrap_err().to_string();
-        assert!(err.contains("column 4 ('x, left')") && err.contains("comma"), "{err}");
+        assert!(
+            err.contains("column 4 ('x, left')") && err.contains("comma"),
+            "{err}"
+        );
         let csv = "seq,send_ms,arrival_ms,\"say \"\"hi\"\"\",y\n1,0,1,2,3\n";
         let imported = import_csv(csv.as_bytes(), "c.csv").unwrap();
         assert_eq!(imported.header.hints["channels"], "say \"hi\",y");

@@ -103,7 +103,7 @@ pub(crate) fn policies(o: &SweepOptions, fallback: Option<Grid>) -> Result<Vec<P
     for path in &o.grid {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let g = Grid::from_toml(&text).with_context(|| path.display().to_string())?;
+        let g = Grid::from_toml_named(&text, &path.display().to_string())?;
         grid.axes.extend(g.axes);
     }
     for spec in &o.sweeps {

@@ -127,11 +127,9 @@ impl<W: Write> TableWriter<W> {
     /// A schema the format cannot hold.
     pub fn new(out: W, format: TableFormat, schema: &Schema) -> Result<Self, Error> {
         let inner = match format {
-            TableFormat::Csv => Batched::Csv(
-                CsvWriter::new(out)
-                    .include_header(true)
-                    .batched(schema)?,
-            ),
+            TableFormat::Csv => {
+                Batched::Csv(CsvWriter::new(out).include_header(true).batched(schema)?)
+            }
             TableFormat::Parquet => Batched::Parquet(ParquetWriter::new(out).batched(schema)?),
         };
         Ok(Self {
@@ -319,7 +317,11 @@ fn frame_schema(names: &[PlSmallStr]) -> Schema {
     names
         .iter()
         .cloned()
-        .zip(types.into_iter().chain(std::iter::repeat(DataType::Float64)))
+        .zip(
+            types
+                .into_iter()
+                .chain(std::iter::repeat(DataType::Float64)),
+        )
         .collect()
 }
 
@@ -491,7 +493,11 @@ mod tests {
             stream: i % 2,
             at: Nanos::from_millis(i64::from(i) * 10),
             target: Nanos::from_millis(i64::from(i) * 10 - 100),
-            mode: if i % 3 == 0 { Mode::Hold } else { Mode::Interpolate },
+            mode: if i % 3 == 0 {
+                Mode::Hold
+            } else {
+                Mode::Interpolate
+            },
             hold: (i % 3 == 0).then_some(HoldReason::Gap),
             alpha: (i % 3 != 0).then_some(0.25),
             from: None,
@@ -545,7 +551,12 @@ mod tests {
     fn csv_quotes_names_and_keeps_every_column() {
         let bytes = write(TableFormat::Csv, 10, 4);
         let mut reader = csv::Reader::from_reader(bytes.as_slice());
-        let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
+        let header: Vec<String> = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .map(str::to_owned)
+            .collect();
         let mut expected: Vec<&str> = FRAME_COLUMNS.to_vec();
         expected.extend(["x, left", "say \"hi\"", "value_2"]);
         assert_eq!(header, expected);
@@ -588,19 +599,19 @@ mod tests {
     fn parquet_holds_the_same_rows_as_the_csv() {
         let csv = read(TableFormat::Csv, write(TableFormat::Csv, 1000, 300));
         let parquet = read(TableFormat::Parquet, write(TableFormat::Parquet, 1000, 300));
-        let groups = ParquetReader::new(std::io::Cursor::new(write(
-            TableFormat::Parquet,
-            1000,
-            300,
-        )))
-        .get_metadata()
-        .unwrap()
-        .row_groups
-        .len();
+        let groups =
+            ParquetReader::new(std::io::Cursor::new(write(TableFormat::Parquet, 1000, 300)))
+                .get_metadata()
+                .unwrap()
+                .row_groups
+                .len();
         assert_eq!(groups, 4, "one row group per batch of 300");
         assert_eq!(csv.shape(), parquet.shape());
         let names = |df: &DataFrame| -> Vec<String> {
-            df.get_column_names().iter().map(|n| n.replace("\"\"", "\"")).collect()
+            df.get_column_names()
+                .iter()
+                .map(|n| n.replace("\"\"", "\""))
+                .collect()
         };
         assert_eq!(names(&csv), names(&parquet));
         for (c, p) in csv.columns().iter().zip(parquet.columns()) {
@@ -623,16 +634,38 @@ mod tests {
             let mut w = PlayoutTimelineWriter::new(&mut out, format).unwrap();
             let at = Nanos::from_millis(60);
             w.push(3, &PlayoutEvent::Played { seq: 1, at }).unwrap();
-            w.push(3, &PlayoutEvent::Concealed { seq: 2, at, arrived_late: true })
-                .unwrap();
-            w.push(3, &PlayoutEvent::Concealed { seq: 3, at, arrived_late: false })
-                .unwrap();
+            w.push(
+                3,
+                &PlayoutEvent::Concealed {
+                    seq: 2,
+                    at,
+                    arrived_late: true,
+                },
+            )
+            .unwrap();
+            w.push(
+                3,
+                &PlayoutEvent::Concealed {
+                    seq: 3,
+                    at,
+                    arrived_late: false,
+                },
+            )
+            .unwrap();
             assert_eq!(w.finish().unwrap(), 3);
             let df = read(format, out);
             let names: Vec<&str> = df.get_column_names().iter().map(|n| n.as_str()).collect();
             assert_eq!(names, PLAYOUT_COLUMNS);
             let events: Vec<String> = (0..3)
-                .map(|i| df.column("event").unwrap().get(i).unwrap().get_str().unwrap().to_owned())
+                .map(|i| {
+                    df.column("event")
+                        .unwrap()
+                        .get(i)
+                        .unwrap()
+                        .get_str()
+                        .unwrap()
+                        .to_owned()
+                })
                 .collect();
             assert_eq!(events, ["played", "late", "lost"], "{format:?}");
         }
@@ -640,14 +673,22 @@ mod tests {
 
     #[test]
     fn formats_come_from_extensions_or_names() {
-        assert_eq!(TableFormat::from_path(Path::new("a.CSV")).unwrap(), TableFormat::Csv);
+        assert_eq!(
+            TableFormat::from_path(Path::new("a.CSV")).unwrap(),
+            TableFormat::Csv
+        );
         assert_eq!(
             TableFormat::from_path(Path::new("a.parquet")).unwrap(),
             TableFormat::Parquet
         );
-        let err = TableFormat::from_path(Path::new("dir/a.txt")).unwrap_err().to_string();
+        let err = TableFormat::from_path(Path::new("dir/a.txt"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("dir/a.txt"), "{err}");
-        assert_eq!("Parquet".parse::<TableFormat>().unwrap(), TableFormat::Parquet);
+        assert_eq!(
+            "Parquet".parse::<TableFormat>().unwrap(),
+            TableFormat::Parquet
+        );
         assert!("json".parse::<TableFormat>().is_err());
     }
 }

@@ -27,7 +27,12 @@ fn quoted_trace(dir: &Path) -> std::path::PathBuf {
     let mut csv = String::from("seq,send_ms,arrival_ms,x,\"\"\"hi\"\" said\"\n");
     for i in 0..200 {
         let jitter = (i * 37) % 23;
-        csv.push_str(&format!("{i},{},{},{i},{}\n", i * 50, i * 50 + 30 + jitter, -i));
+        csv.push_str(&format!(
+            "{i},{},{},{i},{}\n",
+            i * 50,
+            i * 50 + 30 + jitter,
+            -i
+        ));
     }
     import(dir, &write(dir, "quoted.csv", csv.as_bytes()))
 }
@@ -64,7 +69,12 @@ fn csv_has_the_documented_columns_and_quoted_channel_names() {
     let out = dir.path().join("t.csv");
     let v = replay(&trace, &out, &[]);
     let mut reader = csv::Reader::from_path(&out).unwrap();
-    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
     let mut expected = readme_columns();
     expected.extend(["x".to_owned(), "\"hi\" said".to_owned()]);
     assert_eq!(header, expected);
@@ -80,7 +90,10 @@ fn csv_has_the_documented_columns_and_quoted_channel_names() {
     assert!(delays.iter().all(|d| *d > 0.0), "buffer delays {delays:?}");
     let mean = delays.iter().sum::<f64>() / delays.len() as f64;
     let reported = m["mean_buffer_delay_ms"].as_f64().unwrap();
-    assert!((mean - reported).abs() < 0.05 * reported, "{mean} vs {reported}");
+    assert!(
+        (mean - reported).abs() < 0.05 * reported,
+        "{mean} vs {reported}"
+    );
     assert!(rows.iter().all(|r| ["true", "false"].contains(&&r[frozen])));
     let quoted = col("\"hi\" said");
     assert!(rows.iter().any(|r| r[quoted].starts_with('-')));
@@ -103,8 +116,17 @@ fn parquet_holds_the_same_rows_as_the_csv() {
     let parquet = read_parquet(&pq);
     assert_eq!(parquet, read_parquet(&forced));
     let mut reader = csv::Reader::from_path(&csv_path).unwrap();
-    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
-    let names: Vec<&str> = parquet.get_column_names().iter().map(|n| n.as_str()).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    let names: Vec<&str> = parquet
+        .get_column_names()
+        .iter()
+        .map(|n| n.as_str())
+        .collect();
     assert_eq!(names, header);
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), parquet.height());
@@ -118,7 +140,11 @@ fn parquet_holds_the_same_rows_as_the_csv() {
                 AnyValue::Boolean(b) => b.to_string() == text,
                 other => other.extract::<f64>() == text.parse::<f64>().ok(),
             };
-            assert!(same, "{} row {i}: parquet {cell}, csv '{text}'", column.name());
+            assert!(
+                same,
+                "{} row {i}: parquet {cell}, csv '{text}'",
+                column.name()
+            );
         }
     }
 }
@@ -130,12 +156,28 @@ fn playout_timeline_in_parquet_matches_the_csv() {
     let trace = import(dir.path(), &fixtures().join("contracts/c21_playout.csv"));
     let (csv_path, pq) = (dir.path().join("p.csv"), dir.path().join("p.parquet"));
     for out in [&csv_path, &pq] {
-        replay(&trace, out, &["--playout", "--clock", "offset=0", "--policy", "fixed:delay=60ms"]);
+        replay(
+            &trace,
+            out,
+            &[
+                "--playout",
+                "--clock",
+                "offset=0",
+                "--policy",
+                "fixed:delay=60ms",
+            ],
+        );
     }
     let df = read_parquet(&pq);
     let names: Vec<&str> = df.get_column_names().iter().map(|n| n.as_str()).collect();
     assert_eq!(names, ["stream", "seq", "play_ms", "event"]);
-    let play: Vec<f64> = df.column("play_ms").unwrap().f64().unwrap().into_no_null_iter().collect();
+    let play: Vec<f64> = df
+        .column("play_ms")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .into_no_null_iter()
+        .collect();
     assert_eq!(play, [60.0, 80.0, 100.0, 120.0, 140.0]);
     let text = std::fs::read_to_string(&csv_path).unwrap();
     let csv_play: Vec<f64> = text
