@@ -109,7 +109,7 @@ impl FromStr for TableFormat {
 
 enum Batched<W: Write> {
     Csv(CsvBatched<W>),
-    Parquet(ParquetBatched<W>),
+    Parquet(Box<ParquetBatched<W>>),
 }
 
 /// Writes a table batch by batch: every batch a [`DataFrame`] with the schema given to
@@ -130,7 +130,9 @@ impl<W: Write> TableWriter<W> {
             TableFormat::Csv => {
                 Batched::Csv(CsvWriter::new(out).include_header(true).batched(schema)?)
             }
-            TableFormat::Parquet => Batched::Parquet(ParquetWriter::new(out).batched(schema)?),
+            TableFormat::Parquet => {
+                Batched::Parquet(Box::new(ParquetWriter::new(out).batched(schema)?))
+            }
         };
         Ok(Self {
             inner,
@@ -493,24 +495,24 @@ mod tests {
             stream: i % 2,
             at: Nanos::from_millis(i64::from(i) * 10),
             target: Nanos::from_millis(i64::from(i) * 10 - 100),
-            mode: if i % 3 == 0 {
+            mode: if i.is_multiple_of(3) {
                 Mode::Hold
             } else {
                 Mode::Interpolate
             },
-            hold: (i % 3 == 0).then_some(HoldReason::Gap),
-            alpha: (i % 3 != 0).then_some(0.25),
+            hold: i.is_multiple_of(3).then_some(HoldReason::Gap),
+            alpha: (!i.is_multiple_of(3)).then_some(0.25),
             from: None,
             to: None,
             value,
-            state: (i % 5 != 0).then_some(i),
+            state: (!i.is_multiple_of(5)).then_some(i),
             shown: None,
-            delay: (i % 4 != 0).then_some(Nanos::from_millis(100 + i64::from(i))),
+            delay: (!i.is_multiple_of(4)).then_some(Nanos::from_millis(100 + i64::from(i))),
             depth: i as usize,
             buffer_delay: Nanos::from_millis(100),
-            frozen: i % 7 == 0,
+            frozen: i.is_multiple_of(7),
             ahead: Some(Nanos::from_millis(i64::from(i) - 20)),
-            error: (i % 2 == 0).then_some(f64::from(i) / 8.0),
+            error: i.is_multiple_of(2).then_some(f64::from(i) / 8.0),
             startup: i < 2,
         }
     }
@@ -525,7 +527,11 @@ mod tests {
             .batch_rows(batch);
         for i in 0..n {
             let v = [f64::from(i), -f64::from(i), 0.5];
-            let shown = if i % 2 == 1 { &v[..2] } else { &v[..] };
+            let shown = if !i.is_multiple_of(2) {
+                &v[..2]
+            } else {
+                &v[..]
+            };
             w.push(&frame(i, shown)).unwrap();
         }
         assert_eq!(w.finish().unwrap(), u64::from(n));
