@@ -75,6 +75,15 @@ pub fn import_csv<R: Read>(input: R, source_name: &str) -> Result<Imported, Erro
     let value_cols: Vec<usize> = (0..names.len())
         .filter(|i| ![Some(seq_i), Some(send_i), Some(arrival_i), stream_i].contains(&Some(*i)))
         .collect();
+    // The trace keeps channel names in one comma-separated hint: a comma would split the
+    // channel in two there.
+    if let Some(&i) = value_cols.iter().find(|&&i| names[i].contains(',')) {
+        return Err(Error::Csv {
+            line: 1,
+            column: format!("{} ('{}')", i + 1, names[i]),
+            reason: "a value column's name cannot hold a comma".to_owned(),
+        });
+    }
     if value_cols.len() > MAX_VALUES {
         return Err(Error::Csv {
             line: 1,
@@ -220,6 +229,21 @@ mod tests {
             (3, Nanos::from_millis(150), Nanos::from_millis(151))
         );
         assert_eq!(first.values, vec![15.0]);
+    }
+
+    /// A value column whose name the trace's channel list cannot hold (a comma) is refused,
+    /// not split into two channels; a quote is kept.
+    #[test]
+    fn channel_names_with_commas_are_refused_and_quotes_kept() {
+        let csv = "seq,send_ms,arrival_ms,\"x, left\",y\n1,0,1,2,3\n";
+        let err = import_csv(csv.as_bytes(), "c.csv").unwrap_err().to_string();
+        assert!(
+            err.contains("column 4 ('x, left')") && err.contains("comma"),
+            "{err}"
+        );
+        let csv = "seq,send_ms,arrival_ms,\"say \"\"hi\"\"\",y\n1,0,1,2,3\n";
+        let imported = import_csv(csv.as_bytes(), "c.csv").unwrap();
+        assert_eq!(imported.header.hints["channels"], "say \"hi\",y");
     }
 
     /// C2: sequence, send time (sender clock) and arrival time (local clock) are separate

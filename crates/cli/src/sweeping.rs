@@ -100,7 +100,7 @@ pub(crate) fn policies(o: &SweepOptions, fallback: Option<Grid>) -> Result<Vec<P
     let mut grid = Grid::default();
     for path in &o.grid {
         let text = crate::input::read_text(path)?;
-        let g = Grid::from_toml(&text).with_context(|| crate::input::shown(path))?;
+        let g = Grid::from_toml_named(&text, &crate::input::shown(path))?;
         grid.axes.extend(g.axes);
     }
     for spec in &o.sweeps {

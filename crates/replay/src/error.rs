@@ -85,6 +85,16 @@ pub enum Error {
         /// What its flow carries.
         protocol: &'static str,
     },
+    /// A stream read with `--decoder periodic` whose arrivals show no steady send period to
+    /// infer send times from.
+    #[error(
+        "{stream}: no send times to replay (its arrivals show no steady send period for \
+         --decoder periodic to infer them from; `jitterlab discover` may find a layout)"
+    )]
+    NoSendPeriod {
+        /// The stream's label.
+        stream: String,
+    },
     /// A trace none of whose streams can be replayed.
     #[error("{trace}: none of its {streams} stream(s) can be replayed: {reason}")]
     NothingToReplay {

@@ -160,6 +160,29 @@ fn toml_values(key: &str, value: &toml::Value) -> Result<Vec<String>, Error> {
     }
 }
 
+/// `NAME: line L, column C: MESSAGE`, then the line with carets under the error's span, as
+/// toml and rustc draw them.
+fn syntax_error(name: &str, text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim_end();
+    let Some(span) = e.span() else {
+        return format!("{name}: {message}");
+    };
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let source = text[line_start..line_end].trim_end_matches('\r');
+    let line = text[..start].matches('\n').count() + 1;
+    let column = text[line_start..start].chars().count() + 1;
+    let end = span.end.clamp(start, line_end);
+    let carets = text[start..end].chars().count().max(1);
+    let gutter = " ".repeat(line.to_string().len());
+    format!(
+        "{name}: line {line}, column {column}: {message}\n{gutter} |\n{line} | {source}\n{gutter} | {}{}",
+        " ".repeat(column - 1),
+        "^".repeat(carets)
+    )
+}
+
 impl Grid {
     /// Parses a grid file: one table per policy (`[fixed]`), or an array of tables
     /// (`[[fixed]]`) for several sub-grids of one policy.
@@ -167,11 +190,31 @@ impl Grid {
     /// # Errors
     /// TOML syntax, a key with no values, an empty range, a zero step.
     pub fn from_toml(text: &str) -> Result<Self, Error> {
+        Self::from_toml_named(text, "grid")
+    }
+
+    /// [`Grid::from_toml`] for the grid file `name`: a TOML syntax error starts with the name,
+    /// the line and the column, and shows the line with a caret under the error. Tables and
+    /// keys keep their file order.
+    ///
+    /// # Errors
+    /// As for [`Grid::from_toml`].
+    pub fn from_toml_named(text: &str, name: &str) -> Result<Self, Error> {
         let doc: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| invalid(format!("grid: {}", e.message())))?;
+            .map_err(|e: toml::de::Error| invalid(syntax_error(name, text, &e)))?;
+        Self::from_table(&doc).map_err(|e| match e {
+            Error::Grid(m) => invalid(format!(
+                "{name}: {}",
+                m.strip_prefix("grid: ").unwrap_or(&m)
+            )),
+            other => other,
+        })
+    }
+
+    fn from_table(doc: &toml::Table) -> Result<Self, Error> {
         let mut grid = Self::default();
-        for (policy, body) in &doc {
+        for (policy, body) in doc {
             let tables: Vec<&toml::Table> = match body {
                 toml::Value::Table(t) => vec![t],
                 toml::Value::Array(a) => a
@@ -470,6 +513,83 @@ mod tests {
         assert!(
             err.contains("1001 configurations") && err.contains("100"),
             "{err}"
+        );
+    }
+
+    /// A TOML syntax error names the file, the line and the column, and shows the line with
+    /// a caret under the column.
+    #[test]
+    fn syntax_errors_keep_line_column_and_snippet() {
+        let text = "[fixed]\ndelay = [\"100ms\"]\nmax_gap = \"120ms\" oops\n";
+        let err = Grid::from_toml_named(text, "grids/g.toml")
+            .unwrap_err()
+            .to_string();
+        let mut lines = err.lines();
+        let first = lines.next().unwrap();
+        assert!(
+            first.starts_with("grids/g.toml: line 3, column 19: "),
+            "{err}"
+        );
+        let rest: Vec<&str> = lines.collect();
+        let at = rest
+            .iter()
+            .position(|l| l.ends_with("max_gap = \"120ms\" oops"))
+            .unwrap_or_else(|| panic!("no snippet line in {err}"));
+        let caret = rest[at + 1];
+        let bar = rest[at].find('|').unwrap();
+        assert_eq!(caret.find('|'), Some(bar), "{err}");
+        assert_eq!(caret.find('^'), Some(bar + 2 + 18), "{err}");
+    }
+
+    /// Tables, sub-grids and keys expand in file order, not alphabetically.
+    #[test]
+    fn tables_and_keys_keep_file_order() {
+        let text = "[quantile]\nwindow = [\"2s\", \"1s\"]\nq = [0.9, 0.5]\n\n\
+                    [fixed]\nmax_gap = [\"200ms\", \"100ms\"]\ndelay = \"50ms\"\n";
+        let grid = Grid::from_toml(text).unwrap();
+        let order: Vec<(&str, Vec<&str>)> = grid
+            .axes
+            .iter()
+            .map(|a| {
+                (
+                    a.policy.as_str(),
+                    a.keys.iter().map(|(k, _)| k.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("quantile", vec!["window", "q"]),
+                ("fixed", vec!["max_gap", "delay"])
+            ]
+        );
+        let policies: Vec<String> = grid
+            .expand(100)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(policies.len(), 6);
+        assert!(
+            policies[0].starts_with("quantile:q=0.9,window=2000ms"),
+            "{policies:?}"
+        );
+        assert!(
+            policies[1].starts_with("quantile:q=0.5,window=2000ms"),
+            "{policies:?}"
+        );
+        assert!(
+            policies[2].starts_with("quantile:q=0.9,window=1000ms"),
+            "{policies:?}"
+        );
+        assert!(
+            policies[4].starts_with("fixed:delay=50ms,max_gap=200ms"),
+            "{policies:?}"
+        );
+        assert!(
+            policies[5].starts_with("fixed:delay=50ms,max_gap=100ms"),
+            "{policies:?}"
         );
     }
 

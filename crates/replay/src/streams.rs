@@ -74,6 +74,10 @@ pub fn check(info: &StreamInfo) -> Result<(), Error> {
             stream: info.label(),
             payload_type: info.payload_type.unwrap_or(0),
         })
+    } else if info.protocol == "periodic" {
+        Err(Error::NoSendPeriod {
+            stream: info.label(),
+        })
     } else {
         Err(Error::NoSendTimes {
             stream: info.label(),

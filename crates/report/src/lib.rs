@@ -4,6 +4,8 @@
 //! logs; [`write_report`] turns them into `network.png`, `buffer-depth.png`, `error.png`,
 //! `summary.csv`, `index.md` and `index.html`. [`Figure`] is the small drawing model underneath:
 //! titled panels of series, reduced per pixel column so long traces draw quickly.
+//! [`timeline`] writes replay timelines (one row per frame or playout slot) as CSV or Parquet
+//! in batches (also NDJSON), and any other table through [`write_frame`].
 //!
 //! # Example
 //! ```
@@ -30,6 +32,7 @@ pub mod packets;
 pub mod results;
 pub mod runs;
 pub mod table;
+pub mod timeline;
 mod write;
 
 pub use error::Error;

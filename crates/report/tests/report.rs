@@ -161,11 +161,16 @@ struct PngInfo {
 
 /// Decodes a PNG file, panicking with its name when it does not decode.
 fn png_info(path: &Path) -> PngInfo {
-    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
     let mut reader = decoder
         .read_info()
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut buf = vec![0; reader.output_buffer_size()];
+    let mut buf = vec![
+        0;
+        reader
+            .output_buffer_size()
+            .expect("the image fits in memory")
+    ];
     let frame = reader
         .next_frame(&mut buf)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -1,13 +1,14 @@
 //! `jitterlab replay`: one policy over a recorded trace.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::Nanos;
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::source::is_stdio;
 use jitterlab_replay::{ClockMapping, Frame, FrameClock, Policy, Replay, Summary};
+use jitterlab_report::timeline::{PlayoutTimelineWriter, TableFormat, TimelineWriter};
 use serde_json::{Value, json};
 
 use crate::input::{DecodeArgs, load};
@@ -71,9 +72,13 @@ pub(crate) struct Args {
     /// time + the policy's delay, conceal missing ones, drop late ones (fixed delays: fixed, source).
     #[arg(long, conflicts_with_all = ["at", "frames", "hitches"])]
     playout: bool,
-    /// Write every frame to this CSV file.
-    #[arg(long, value_name = "OUT.csv", help_heading = "Output")]
+    /// Write every frame (with --playout, every slot) to this file: Parquet when it ends in
+    /// .parquet, NDJSON in .ndjson or .jsonl, CSV otherwise.
+    #[arg(long, value_name = "OUT.csv|OUT.parquet", help_heading = "Output")]
     timeline: Option<PathBuf>,
+    /// The timeline's format, whatever the file's extension.
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "timeline")]
+    timeline_format: Option<TimelineFormat>,
     /// Overwrite the timeline file if it exists.
     #[arg(long, help_heading = "Output")]
     force: bool,
@@ -101,30 +106,28 @@ fn sample_json(f: &Frame<'_>) -> Value {
     })
 }
 
-fn csv_row(f: &Frame<'_>, width: usize) -> String {
-    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
-    let mut row = format!(
-        "{},{},{},{},{},{},{},{},{},{},{}",
-        f.stream,
-        ms(f.at),
-        ms(f.target),
-        f.mode.name(),
-        f.hold.map_or("", jitterlab_replay::HoldReason::name),
-        opt(f.alpha),
-        f.depth,
-        opt(f.delay.map(ms)),
-        opt(f.error),
-        f.state.map_or_else(String::new, |s| s.to_string()),
-        f.startup
-    );
-    for i in 0..width {
-        row.push(',');
-        if let Some(v) = f.value.get(i) {
-            row.push_str(&v.to_string());
-        }
-    }
-    row.push('\n');
-    row
+/// The formats `--timeline-format` takes.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum TimelineFormat {
+    /// Comma-separated values with a header line.
+    Csv,
+    /// Apache Parquet.
+    Parquet,
+    /// Newline-delimited JSON: one object per row.
+    Ndjson,
+}
+
+/// The timeline's path and format: `--timeline-format`, else the extension's, else CSV.
+fn timeline_target(args: &Args) -> Option<(&Path, TableFormat)> {
+    let path = args.timeline.as_deref()?;
+    let format = match args.timeline_format {
+        Some(TimelineFormat::Csv) => TableFormat::Csv,
+        Some(TimelineFormat::Parquet) => TableFormat::Parquet,
+        Some(TimelineFormat::Ndjson) => TableFormat::Ndjson,
+        // Timelines were CSV whatever their name before Parquet came: any other name still is.
+        None => TableFormat::from_path(path).unwrap_or(TableFormat::Csv),
+    };
+    Some((path, format))
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
@@ -146,9 +149,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         (None, None, None) => FrameClock::Fps(args.fps),
     };
     frames.validate()?;
+    let target = timeline_target(args);
     let decoded = load(&args.trace, &args.decode)?;
     if args.playout {
-        return run_playout(args, &policy, clock, &decoded);
+        return run_playout(args, &policy, clock, &decoded, target);
     }
     if decoded.samples.is_empty() {
         bail!(
@@ -164,31 +168,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(|s| s.channels.len())
         .max()
         .unwrap_or(0);
-    let mut timeline = match &args.timeline {
-        Some(path) => {
-            let mut file = AtomicFile::create(path, args.force)?;
-            let names: Vec<String> = match decoded.streams.first() {
-                Some(s) if s.channels.len() == width && decoded.streams.len() == 1 => {
-                    s.channels.clone()
-                }
-                _ => (0..width).map(|i| format!("value_{i}")).collect(),
-            };
-            let mut header = String::from(
-                "stream,at_ms,target_ms,mode,hold,alpha,depth,delay_ms,error,state,startup",
-            );
-            for n in names {
-                header.push(',');
-                header.push_str(&n);
-            }
-            header.push('\n');
-            file.write_all(header.as_bytes())?;
-            Some(file)
-        }
-        None => None,
-    };
     let keep_samples = args.json && args.at.is_some();
     let mut samples = Vec::new();
-    let mut write_error: Option<io::Error> = None;
+    let names: Vec<String> = match decoded.streams.first() {
+        Some(s) if s.channels.len() == width && decoded.streams.len() == 1 => s.channels.clone(),
+        _ => (0..width).map(|i| format!("value_{i}")).collect(),
+    };
+    let mut file = match target {
+        Some((path, _)) => Some(AtomicFile::create(path, args.force)?),
+        None => None,
+    };
+    let mut timeline = match (file.as_mut(), target) {
+        (Some(file), Some((_, format))) => Some(TimelineWriter::new(file, format, &names)?),
+        _ => None,
+    };
+    let mut write_error = None;
     let result = Replay::new(frames.clone()).clock(clock).trace(
         &decoded,
         args.decode.select.stream,
@@ -197,19 +191,22 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             if keep_samples {
                 samples.push(sample_json(f));
             }
-            if let Some(file) = timeline.as_mut()
+            if let Some(timeline) = timeline.as_mut()
                 && write_error.is_none()
-                && let Err(e) = file.write_all(csv_row(f, width).as_bytes())
+                && let Err(e) = timeline.push(f)
             {
                 write_error = Some(e);
             }
         },
     )?;
-    if let Some(e) = write_error {
-        return Err(e).context("cannot write the timeline");
-    }
-    if let Some(file) = timeline {
+    let finished = match (timeline, write_error) {
+        (_, Some(e)) => Err(e),
+        (Some(timeline), None) => timeline.finish().map(drop),
+        (None, None) => Ok(()),
+    };
+    if let Some(file) = file {
         let path = file.path().display().to_string();
+        finished.with_context(|| format!("cannot write {path}"))?;
         file.commit()
             .with_context(|| format!("cannot write {path}"))?;
         crate::say::note!("wrote the timeline to {path}");
@@ -248,32 +245,29 @@ fn run_playout(
     policy: &Policy,
     clock: ClockMapping,
     decoded: &jitterlab_capture::Decoded,
+    target: Option<(&Path, TableFormat)>,
 ) -> Result<()> {
-    use jitterlab_replay::playout::PlayoutEvent;
     let played = Replay::new(FrameClock::Fps(60.0))
         .clock(clock)
         .quality(args.quality.options()?)
         .playout(decoded, args.decode.select.stream, policy)?;
-    if let Some(path) = &args.timeline {
-        let mut f = AtomicFile::create(path, args.force)?;
-        f.write_all(b"stream,seq,play_ms,event\n")?;
+    if let Some((path, format)) = target {
+        let path_text = path.display().to_string();
+        let mut file = AtomicFile::create(path, args.force)?;
+        let mut timeline = PlayoutTimelineWriter::new(&mut file, format)?;
         for s in &played.streams {
             for e in &s.run.events {
-                let (seq, at, what) = match *e {
-                    PlayoutEvent::Played { seq, at } => (seq, at, "played"),
-                    PlayoutEvent::Concealed {
-                        seq,
-                        at,
-                        arrived_late: true,
-                    } => (seq, at, "late"),
-                    PlayoutEvent::Concealed { seq, at, .. } => (seq, at, "lost"),
-                };
-                writeln!(f, "{},{seq},{},{what}", s.stream, ms(at))?;
+                timeline
+                    .push(s.stream, e)
+                    .with_context(|| format!("cannot write {path_text}"))?;
             }
         }
-        let path = f.path().display().to_string();
-        f.commit().with_context(|| format!("cannot write {path}"))?;
-        crate::say::note!("wrote the timeline to {path}");
+        timeline
+            .finish()
+            .with_context(|| format!("cannot write {path_text}"))?;
+        file.commit()
+            .with_context(|| format!("cannot write {path_text}"))?;
+        crate::say::note!("wrote the timeline to {path_text}");
     }
     let total = played.total;
     // With the timeline on standard output (`--timeline -`), the summary goes to stderr.

@@ -169,7 +169,7 @@ fn timeline_csv_has_a_row_per_frame() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "stream,at_ms,target_ms,mode,hold,alpha,depth,delay_ms,error,state,startup,x,y,z,qx,qy,qz,qw"
+        "stream,at_ms,target_ms,mode,hold,alpha,depth,delay_ms,error,state,startup,buffer_delay_ms,frozen,ahead_ms,x,y,z,qx,qy,qz,qw"
     );
     let rows: Vec<&str> = lines.collect();
     let m = &v["metrics"];
@@ -397,12 +397,12 @@ fn c21_playout_through_the_cli() {
     assert_eq!(v["metrics"]["frames"], 5);
     assert_eq!(v["metrics"]["played"], 5);
     let text = std::fs::read_to_string(&timeline).unwrap();
-    let times: Vec<&str> = text
+    let times: Vec<f64> = text
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(2).unwrap())
+        .map(|l| l.split(',').nth(2).unwrap().parse::<f64>().unwrap())
         .collect();
-    assert_eq!(times, ["60", "80", "100", "120", "140"]);
+    assert_eq!(times, [60.0, 80.0, 100.0, 120.0, 140.0]);
     // A 10 ms buffer is too short: frame 1 plays at 30 ms but arrives at 35, late (C22).
     let v = json(&[
         OsStr::new("replay"),

@@ -10,6 +10,7 @@
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
+//! - `timeline`: replay timelines as CSV and Parquet, with the README's columns.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 //! - `pipes`: `-` as standard input and output, `.gz`/`.zst` inputs, a real tcpdump pipe.
 //! - `live_edges`: host names, and nothing announced or created by a live command that fails.
@@ -38,6 +39,7 @@ mod pipes;
 mod raknet;
 mod report;
 mod sweep;
+mod timeline;
 #[cfg(feature = "live")]
 mod transports;
 mod util;

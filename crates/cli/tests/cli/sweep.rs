@@ -411,3 +411,79 @@ fn tune_recommends_on_a_real_capture() {
     ]);
     assert_recommendation_holds(&doc, &cap, 0.02);
 }
+
+/// A grid file's tables and keys run in file order, not alphabetically: `[quantile]` before
+/// `[fixed]`, and within a table the last key written varies fastest.
+#[test]
+fn sweep_runs_a_grid_in_file_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("order.toml");
+    std::fs::write(
+        &grid,
+        "[quantile]\nwindow = [\"2s\", \"1s\"]\nq = [0.9, 0.5]\n\n\
+         [fixed]\nmax_gap = [\"200ms\", \"100ms\"]\ndelay = [\"80ms\", \"40ms\"]\n",
+    )
+    .unwrap();
+    let rows = sweep_json(
+        dir.path(),
+        "rows.json",
+        &[demo().to_str().unwrap(), "--grid", grid.to_str().unwrap()],
+    );
+    let heads: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let p = r["policy"].as_str().unwrap();
+            let (name, rest) = p.split_once(':').unwrap();
+            let keys: BTreeMap<&str, &str> = rest
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            match name {
+                "quantile" => format!("quantile window={} q={}", keys["window"], keys["q"]),
+                _ => format!("fixed max_gap={} delay={}", keys["max_gap"], keys["delay"]),
+            }
+        })
+        .collect();
+    assert_eq!(
+        heads,
+        [
+            "quantile window=2000ms q=0.9",
+            "quantile window=2000ms q=0.5",
+            "quantile window=1000ms q=0.9",
+            "quantile window=1000ms q=0.5",
+            "fixed max_gap=200ms delay=80ms",
+            "fixed max_gap=200ms delay=40ms",
+            "fixed max_gap=100ms delay=80ms",
+            "fixed max_gap=100ms delay=40ms",
+        ]
+    );
+}
+
+/// A grid file with a TOML syntax error: the file, line and column, and the line with a caret
+/// under the column; nothing is swept.
+#[test]
+fn sweep_grid_syntax_errors_point_at_the_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("bad.toml");
+    std::fs::write(&grid, "[fixed]\ndelay = [\"50ms\" \"80ms\"]\n").unwrap();
+    let out = dir.path().join("rows.json");
+    let res = jitterlab()
+        .arg("sweep")
+        .arg(demo())
+        .arg("--grid")
+        .arg(&grid)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&res.stderr);
+    let head = format!("{}: line 2, column 17: ", grid.display());
+    assert!(err.lines().next().unwrap().contains(&head), "{err}");
+    let caret = format!("  |{}^\n", " ".repeat(17));
+    assert!(
+        err.contains(&format!("2 | delay = [\"50ms\" \"80ms\"]\n{caret}")),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

@@ -86,7 +86,12 @@ pub(crate) fn assert_subset(expected: &Value, actual: &Value, path: &str) {
 pub(crate) fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
     let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
+    let mut buf = vec![
+        0;
+        reader
+            .output_buffer_size()
+            .expect("the image fits in memory")
+    ];
     let info = reader.next_frame(&mut buf).unwrap();
     buf.truncate(info.buffer_size());
     (info.width, info.height, buf)
