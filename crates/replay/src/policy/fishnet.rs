@@ -115,7 +115,7 @@ impl Preset for FishNetConfig {
     const NAME: &'static str = "fishnet";
     const RATE_KEY: Option<&'static str> = Some("tick_rate");
     const TUNE_AXES: &'static str =
-        "interpolation = [1, 2, 3, 4]\nadaptive = [\"off\", \"low\", \"high\"]\n";
+        "interpolation = [1, 2, 3, 4]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<FishNetConfig>>> = OnceLock::new();

@@ -96,7 +96,7 @@ fn positive(range: &'static str, ok: fn(f64) -> bool) -> impl Fn(&str) -> Result
 impl Preset for LightyearConfig {
     const NAME: &'static str = "lightyear";
     const TUNE_AXES: &'static str =
-        "send_interval_ratio = [1, 1.7, 2, 3]\njitter_multiple = [1, 2, 3]\n";
+        "send_interval_ratio = [1, 1.7, 3]\njitter_multiple = [1, 3]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<LightyearConfig>>> = OnceLock::new();

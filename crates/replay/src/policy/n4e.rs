@@ -118,7 +118,7 @@ impl N4eConfig {
 impl Preset for N4eConfig {
     const NAME: &'static str = "n4e";
     const RATE_KEY: Option<&'static str> = Some("network_tick_rate");
-    const TUNE_AXES: &'static str = "interpolation_ticks = [1, 2, 3]\njitter_scale = [1.25, 2]\n";
+    const TUNE_AXES: &'static str = "interpolation_ticks = [1, 2, 3]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<N4eConfig>>> = OnceLock::new();

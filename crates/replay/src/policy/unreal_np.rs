@@ -69,7 +69,7 @@ impl Default for UnrealNpConfig {
 impl Preset for UnrealNpConfig {
     const NAME: &'static str = "unreal-np";
     const TUNE_AXES: &'static str =
-        "catch_up_threshold = [\"100ms\", \"200ms\", \"300ms\"]\nwait_slack = [\"0ms\", \"50ms\"]\n";
+        "catch_up_threshold = [\"100ms\", \"300ms\"]\n";
 
     fn keys() -> &'static [Key<Self>] {
         static KEYS: OnceLock<Vec<Key<UnrealNpConfig>>> = OnceLock::new();
