@@ -30,7 +30,11 @@ impl Vault {
     /// Stores `p`; returns whether it was a copy of a sample already held (same tick and
     /// send time), which is not stored again.
     pub(crate) fn add(&mut self, p: Packet) -> bool {
-        if self.items.iter().any(|h| h.seq == p.seq && h.send == p.send) {
+        if self
+            .items
+            .iter()
+            .any(|h| h.seq == p.seq && h.send == p.send)
+        {
             self.counters.duplicates += 1;
             return true;
         }
