@@ -341,5 +341,7 @@ mod tests {
         // 10 ticks (156.25 ms) is not beyond; 157 ms is: a resync, backwards too.
         assert!(!s.advance(ms(0), Nanos::from_micros(156_250), dt).1);
         assert_eq!(s.advance(ms(500), ms(300), dt), (ms(300), true));
+        // 170 ms ahead is 10.9 ticks: resynced backwards.
+        assert_eq!(s.advance(ms(170), ms(0), dt), (ms(0), true));
     }
 }
