@@ -149,7 +149,7 @@ fn compare(
     // Targets that land on a snapshot's time (to within float rounding: the library counts
     // in float milliseconds, jitterlab in integer nanoseconds) may be taken as the end of one
     // pair or the start of the next, or, at the newest, as nothing: compared by value there.
-    let edge = |a: f64| a < 1e-6 || a > 1.0 - 1e-6;
+    let edge = |a: f64| !(1e-6..=1.0 - 1e-6).contains(&a);
     for (i, (ours, theirs)) in seen.iter().zip(&peer).enumerate() {
         let at = ours.at.as_millis_f64();
         if theirs.is_null() {
