@@ -620,7 +620,8 @@ mod tests {
     fn default_grid_expands() {
         let g = default_tune_grid();
         let n = g.expand(DEFAULT_MAX_CONFIGS).unwrap().len();
-        assert_eq!(n, 62 + 15 + 8 + 18 + 8 + 3 + 4);
+        // … + n4e 3 + fishnet 4 + lightyear 6 + unreal-np 2 + geckos 2.
+        assert_eq!(n, 62 + 15 + 8 + 18 + 8 + 3 + 4 + 3 + 4 + 6 + 2 + 2);
         for name in Policy::NAMES {
             let p: Policy = name.parse().unwrap();
             if !p.playout_only() {

@@ -83,7 +83,41 @@ fn arb_policy() -> impl Strategy<Value = (Policy, Nanos)> {
             .unwrap();
         (policy, Nanos::MAX)
     });
-    prop_oneof![4 => ours, 1 => mirror, 1 => ngo]
+    // The game presets of issue 18 keep their own stores too, with no gap budget.
+    let games = prop_oneof![
+        (10.0f64..60.0, 0.0f64..4.0).prop_map(|(rate, ticks)| format!(
+            "n4e:network_tick_rate={rate:.1},interpolation_ticks={ticks:.2}"
+        )),
+        (10.0f64..60.0, 1u32..5, 0usize..7).prop_map(|(rate, interp, level)| format!(
+            "fishnet:tick_rate={rate:.1},interpolation={interp},adaptive={}",
+            [
+                "off",
+                "extremely_low",
+                "very_low",
+                "low",
+                "moderate",
+                "high",
+                "very_high"
+            ][level]
+        )),
+        (0.0f64..3.0, 0.0f64..4.0, 1usize..40).prop_map(|(ratio, k, cap)| format!(
+            "lightyear:send_interval_ratio={ratio:.2},jitter_multiple={k:.2},capacity={cap}"
+        )),
+        (0i64..400, 0i64..100, 1usize..40).prop_map(|(catch, slack, cap)| format!(
+            "unreal-np:catch_up_threshold={catch}ms,wait_slack={slack}ms,capacity={cap}"
+        )),
+        (
+            proptest::option::of(5.0f64..60.0),
+            any::<bool>(),
+            1usize..130
+        )
+            .prop_map(|(fps, auto, vault)| format!(
+                "geckos:server_fps={},auto_correct={auto},vault={vault}",
+                fps.map_or("auto".to_owned(), |f| format!("{f:.1}"))
+            )),
+    ]
+    .prop_map(|text| (text.parse::<Policy>().unwrap(), Nanos::MAX));
+    prop_oneof![4 => ours, 1 => mirror, 1 => ngo, 2 => games]
 }
 
 /// A frame clock: a fixed rate, a list of times or a rate with hitches.

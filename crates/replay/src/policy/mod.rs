@@ -28,6 +28,7 @@ use crate::playout::{PlayoutRun, PlayoutStream};
 
 mod keys;
 mod shared;
+mod vault;
 
 pub use keys::{Key, KeyError, duration_key, print, print_duration};
 pub use shared::{AdaptiveConfig, Apply, BufferConfig, MAX_CAPACITY, MissPolicy};
@@ -66,6 +67,11 @@ presets! {
     wireshark: WiresharkConfig,
     webrtc_video: WebRtcVideoConfig,
     gstreamer: GStreamerConfig,
+    n4e: N4eConfig,
+    fishnet: FishNetConfig,
+    lightyear: LightyearConfig,
+    unreal_np: UnrealNpConfig,
+    geckos: GeckosConfig,
 }
 
 pub use baresip::BaresipStats;

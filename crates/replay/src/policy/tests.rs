@@ -46,6 +46,17 @@ fn parses_and_prints_canonically() {
         "asterisk-fixed:variant=voipmonitor,jbmaxsize=50ms,jbresyncthreshold=100ms,marker_resync=true",
         "wireshark",
         "wireshark:jitter_buffer=80ms,timing=uninterrupted,reference=min_transit",
+        "n4e",
+        "n4e:network_tick_rate=20,interpolation_ticks=3,jitter_scale=2,timescale_min=0.9",
+        "fishnet",
+        "fishnet:tick_rate=60,interpolation=3,adaptive=very_high,rtt=80ms",
+        "lightyear",
+        "lightyear:send_interval=50ms,send_interval_ratio=2,min_delay=16ms,speedup_factor=1.1",
+        "unreal-np",
+        "unreal-np:catch_up_threshold=200ms,catch_up_goal=100ms,catch_up_factor=1.25",
+        "geckos",
+        "geckos:server_fps=20,auto_correct=false,vault=60",
+        "geckos:buffer=80ms",
     ] {
         let p: Policy = text.parse().unwrap();
         assert_eq!(p.to_string().parse::<Policy>().unwrap(), p, "{text}");
@@ -98,6 +109,16 @@ fn bad_policies_name_key_and_range() {
     assert!(msg("asterisk-fixed:jbmaxsize=50.5ms").contains("whole number"));
     assert!(msg("asterisk-fixed:ptime=1ms").contains("ptime"));
     assert!(msg("asterisk:max_contig_interp=-1").contains("count"));
+    // The game presets of issue 18.
+    assert!(msg("n4e:jitter_scale=4").contains("jitter_scale"));
+    assert!(msg("n4e:timescale_max=0.5").contains("1 to 10"));
+    assert!(msg("fishnet:adaptive=huge").contains("very_high"));
+    assert!(msg("fishnet:interpolation=0").contains("1..=250"));
+    assert!(msg("lightyear:speedup_factor=3").contains("speedup_factor"));
+    assert!(msg("lightyear:consecutive_errors=0").contains("1..=1000"));
+    assert!(msg("unreal-np:snap_goal=600ms").contains("snap_threshold"));
+    assert!(msg("geckos:server_fps=0").contains("auto"));
+    assert!(msg("geckos:vault=0").contains("1..="));
 }
 
 /// Throughput of the SIP presets over a long jittery stream (release: `cargo test --release
