@@ -64,12 +64,13 @@ pub(crate) fn demo() -> Result<TraceStreams> {
 }
 
 /// Decodes a trace file or capture and splits it for replay; each stream that cannot be
-/// replayed is named in a one-line note and left out.
+/// replayed is named in a one-line warning (printed even with `--quiet`: the answer leaves it
+/// out) and left out.
 pub(crate) fn open(path: &Path, decode: &DecodeArgs) -> Result<TraceStreams> {
     let decoded = load(path, decode)?;
     let streams = TraceStreams::new(path.display().to_string(), decoded)?;
     for note in &streams.skipped {
-        crate::say::note!("note: {}: {note}", path.display());
+        eprintln!("warning: {}: {note}", crate::input::shown(path));
     }
     Ok(streams)
 }
