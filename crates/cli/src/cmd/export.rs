@@ -12,7 +12,7 @@ use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::{Header, Reader};
 use jitterlab_report::TableFormat;
 
-use crate::input::{DecodeArgs, load, open_input};
+use crate::input::{DecodeArgs, open_input};
 
 /// What `export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -270,7 +270,7 @@ fn export_table(args: &Args, format: TableFormat) -> Result<()> {
             .realtime_offset_ns
     };
     drop(opened);
-    let decoded = load(&args.input, &args.decode)?;
+    let (decoded, _) = crate::input::load_with_progress(&args.input, &args.decode, true)?;
     let rows = (decoded.samples.len() + decoded.truth.len()) as u64;
     let bar = progress(crate::say::quiet(), rows, "pos");
     let mut df = jitterlab_report::packet_table(&decoded, offset, &|| bar.inc(1))?;
