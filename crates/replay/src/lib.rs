@@ -40,6 +40,7 @@ pub mod clock;
 pub mod decision;
 pub mod engine;
 mod error;
+pub mod external;
 pub mod grid;
 pub mod gstreamer;
 pub mod metrics;
@@ -63,7 +64,7 @@ pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use playout::{Media, PlayoutStream};
 pub use policy::{
-    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, GStreamerConfig,
+    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, ExecConfig, FixedConfig, GStreamerConfig,
     JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig,
     Registry, SourceConfig, WebRtcVideoConfig,
 };

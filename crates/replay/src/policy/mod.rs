@@ -66,7 +66,10 @@ presets! {
     wireshark: WiresharkConfig,
     webrtc_video: WebRtcVideoConfig,
     gstreamer: GStreamerConfig,
+    exec: ExecConfig,
 }
+
+pub use exec::is_exec;
 
 pub use baresip::BaresipStats;
 pub use pjsip::PjsipStats;
@@ -336,6 +339,10 @@ impl<P: Preset> From<P> for Policy {
 
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // An external policy's command is not a key: `exec:CMD` (see `exec.rs`).
+        if let Some(e) = self.config::<ExecConfig>() {
+            return f.write_str(&e.spec());
+        }
         write!(f, "{}:", self.name())?;
         jitterlab_capture::spec::write_pairs(f, self.params())
     }
@@ -469,6 +476,9 @@ impl Registry {
     /// # Errors
     /// An unknown policy or key, a malformed value or one out of range, a key given twice.
     pub fn parse(&self, text: &str) -> Result<Policy, Error> {
+        if is_exec(text) {
+            return exec::parse(&text.trim_start()["exec".len()..]);
+        }
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
         let name = name.trim();
         let pairs = jitterlab_capture::spec::parse_pairs(rest).map_err(|e| {

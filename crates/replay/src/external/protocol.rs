@@ -1,0 +1,160 @@
+//! The wire format of an external policy: one JSON line per batch of frames from jitterlab,
+//! one JSON line per batch of picks back (`docs/external-policy.md`).
+
+use std::fmt::Write as _;
+
+use jitterlab_capture::Nanos;
+use jitterlab_capture::decode::{Lifecycle, Sample};
+use serde::Deserialize;
+
+use super::{Script, ScriptFrame};
+
+/// The protocol version, sent in every batch as `"v"`.
+pub(super) const VERSION: u32 = 1;
+
+/// Where the protocol's times start: sender-clock times (send, now) count from the first
+/// packet's send time, local times (arrival, at) from its arrival, so that they stay exact in
+/// a double (a JavaScript number) for 104 days.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Origin {
+    pub(super) send: Nanos,
+    pub(super) local: Nanos,
+}
+
+impl Origin {
+    pub(super) fn of(script: &Script) -> Self {
+        script.packets.first().map_or(
+            Self {
+                send: Nanos::ZERO,
+                local: Nanos::ZERO,
+            },
+            |&(p, at)| Self {
+                send: p.send,
+                local: at,
+            },
+        )
+    }
+}
+
+/// Appends batch `batch` (frames `frames` of `script`, their packets from `first_packet`) as one
+/// line.
+pub(super) fn encode_batch(
+    out: &mut String,
+    batch: u64,
+    samples: &[Sample],
+    script: &Script,
+    frames: &[ScriptFrame],
+    mut first_packet: usize,
+    origin: Origin,
+) {
+    out.clear();
+    let _ = write!(out, "{{\"v\":{VERSION},\"batch\":{batch},\"frames\":[");
+    for (i, frame) in frames.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "{{\"at\":{},\"now\":{},\"push\":[",
+            (frame.at - origin.local).as_nanos(),
+            (frame.now - origin.send).as_nanos()
+        );
+        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed].iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            let s = &samples[p.idx as usize];
+            let _ = write!(
+                out,
+                "{{\"id\":{},\"seq\":{},\"send\":{},\"arrival\":{},\"values\":[",
+                p.idx,
+                p.seq,
+                (p.send - origin.send).as_nanos(),
+                (arrival - origin.local).as_nanos()
+            );
+            for (k, v) in s.values.iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                if v.is_finite() {
+                    let _ = write!(out, "{v}");
+                } else {
+                    out.push_str("null");
+                }
+            }
+            out.push(']');
+            if p.repeat == Some(true) {
+                out.push_str(",\"repeat\":true");
+            }
+            if let Some(state) = s.state {
+                let _ = write!(out, ",\"state\":{state}");
+            }
+            if let Some(event) = s.event {
+                let name = match event {
+                    Lifecycle::Spawn => "spawn",
+                    Lifecycle::Teleport => "teleport",
+                    Lifecycle::Despawn => "despawn",
+                };
+                let _ = write!(out, ",\"event\":\"{name}\"");
+            }
+            out.push('}');
+        }
+        first_packet = frame.pushed;
+        out.push_str("]}");
+    }
+    out.push_str("]}\n");
+}
+
+/// One reply line.
+#[derive(Debug, Deserialize)]
+pub(super) struct Reply {
+    /// The batch answered.
+    pub(super) batch: u64,
+    /// One pick per frame of the batch, in order.
+    pub(super) picks: Vec<PickMsg>,
+    /// The child's own counters so far, if it keeps them.
+    #[serde(default)]
+    pub(super) counters: Option<CountersMsg>,
+}
+
+/// What the child showed at one frame.
+#[derive(Debug, Deserialize)]
+pub(super) struct PickMsg {
+    /// `interpolate`, `hold`, `extrapolate` or `empty`.
+    pub(super) mode: String,
+    /// The playout delay in use, ns: the target is now − delay.
+    pub(super) delay: i64,
+    /// The left (or held) packet's id.
+    #[serde(default)]
+    pub(super) from: Option<u32>,
+    /// The right packet's id.
+    #[serde(default)]
+    pub(super) to: Option<u32>,
+    /// The interpolation factor.
+    #[serde(default)]
+    pub(super) alpha: Option<f64>,
+    /// Why a hold: `gap`, `after_newest` or `before_oldest`.
+    #[serde(default)]
+    pub(super) hold: Option<String>,
+    /// Samples held at or after the target.
+    #[serde(default)]
+    pub(super) depth: Option<usize>,
+    /// The display stood still at this frame.
+    #[serde(default)]
+    pub(super) frozen: bool,
+    /// Playback ran faster or slower than real time.
+    #[serde(default)]
+    pub(super) scaled: bool,
+}
+
+/// The child's counters, cumulative.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct CountersMsg {
+    pub(super) inserted: u64,
+    pub(super) duplicates: u64,
+    pub(super) late: u64,
+    pub(super) stale: u64,
+    pub(super) evicted: u64,
+    pub(super) refused: u64,
+}
