@@ -19,6 +19,7 @@ mod contracts;
 mod conventions;
 mod discover;
 mod export;
+mod external;
 mod games;
 mod gstreamer;
 mod live;
