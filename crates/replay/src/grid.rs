@@ -256,9 +256,9 @@ impl Grid {
         };
         let mut axes = vec![("command".to_owned(), vec![command.trim().to_owned()])];
         for pair in keys.split(',').filter(|p| !p.trim().is_empty()) {
-            let (key, values) = pair.split_once('=').ok_or_else(|| {
-                invalid(format!("grid '{spec}': '{pair}' is not KEY=VALUES"))
-            })?;
+            let (key, values) = pair
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("grid '{spec}': '{pair}' is not KEY=VALUES")))?;
             axes.push((key.trim().to_owned(), cli_values(key.trim(), values)?));
         }
         self.axes.push(Axes {

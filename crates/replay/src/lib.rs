@@ -64,9 +64,9 @@ pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use playout::{Media, PlayoutStream};
 pub use policy::{
-    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, ExecConfig, FixedConfig, GStreamerConfig,
-    JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig,
-    Registry, SourceConfig, WebRtcVideoConfig,
+    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, ExecConfig, FixedConfig,
+    GStreamerConfig, JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy,
+    Preset, QuantileConfig, Registry, SourceConfig, WebRtcVideoConfig,
 };
 pub use run::{
     Frame, FrameClock, FramePlan, Prepared, Replay, Stream, StreamPlayout, TracePlayout,

@@ -31,8 +31,13 @@ fn have(program: &str) -> bool {
 }
 
 fn mk(seq: i64, send_ms: i64, arrival_ms: i64, v: f64) -> Sample {
-    Sample::new(0, seq, Nanos::from_millis(send_ms), Nanos::from_millis(arrival_ms))
-        .with_values(vec![v])
+    Sample::new(
+        0,
+        seq,
+        Nanos::from_millis(send_ms),
+        Nanos::from_millis(arrival_ms),
+    )
+    .with_values(vec![v])
 }
 
 /// Replays `samples` at frame times `at_ms` (sender clock = local clock) through `policy`:
@@ -63,7 +68,11 @@ fn seed000_normal_sample_interpolates_by_send_time() {
         return;
     }
     // Arriving 150, 50, 100 ms: target 125 ms is halfway between 10 and 15.
-    let samples = [mk(3, 150, 151, 15.0), mk(1, 50, 152, 5.0), mk(2, 100, 153, 10.0)];
+    let samples = [
+        mk(3, 150, 151, 15.0),
+        mk(1, 50, 152, 5.0),
+        mk(2, 100, 153, 10.0),
+    ];
     let shown = replay(&samples, &[225], &seed000()).unwrap();
     assert_eq!(shown, [(Mode::Interpolate, Some(0.5), vec![12.5])]);
 }
@@ -110,7 +119,9 @@ fn seed000_after_latest_holds_latest_snapshot() {
 
 /// The error a child running `script` (a shell command) gives, as text.
 fn failure(script: &str) -> String {
-    let samples: Vec<Sample> = (0..40).map(|i| mk(i, i * 50, i * 50 + 30, i as f64)).collect();
+    let samples: Vec<Sample> = (0..40)
+        .map(|i| mk(i, i * 50, i * 50 + 30, i as f64))
+        .collect();
     let at: Vec<i64> = (0..60).map(|i| i * 40).collect();
     let policy = format!("exec(timeout=700ms,batch=16):{script}");
     let started = std::time::Instant::now();
@@ -179,7 +190,10 @@ fn a_sample_from_the_future_is_refused() {
     // Packet 39 arrives at 1980 ms: picked at the first frame, it has not arrived.
     let text = failure(&answering(r#"{"mode":"hold","from":39,"delay":0}"#, 0));
     assert!(text.contains("frame 0"), "{text}");
-    assert!(text.contains("packet 39, which has not arrived yet"), "{text}");
+    assert!(
+        text.contains("packet 39, which has not arrived yet"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -189,7 +203,10 @@ fn a_trivial_child_runs() {
     }
     // The empty pick for every frame: a valid, if useless, buffer.
     let samples: Vec<Sample> = (0..10).map(|i| mk(i, i * 50, i * 50 + 30, 0.0)).collect();
-    let policy = format!("exec(batch=4):{}", answering(r#"{"mode":"empty","delay":0}"#, 0));
+    let policy = format!(
+        "exec(batch=4):{}",
+        answering(r#"{"mode":"empty","delay":0}"#, 0)
+    );
     let shown = replay(&samples, &[0, 100, 200, 300, 400, 500], &policy).unwrap();
     assert_eq!(shown.len(), 6);
     assert!(shown.iter().all(|(m, _, _)| *m == Mode::Empty));
@@ -199,8 +216,13 @@ fn a_trivial_child_runs() {
 fn exec_policies_print_as_they_parse() {
     let p: Policy = "exec:python3 my buffer.py --x=1,2".parse().unwrap();
     assert_eq!(p.to_string(), "exec:python3 my buffer.py --x=1,2");
-    let q: Policy = "exec(timeout=2000ms,max_delay=300ms):node b.mjs".parse().unwrap();
-    assert_eq!(q.to_string(), "exec(timeout=2000ms,max_delay=300ms):node b.mjs");
+    let q: Policy = "exec(timeout=2000ms,max_delay=300ms):node b.mjs"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        q.to_string(),
+        "exec(timeout=2000ms,max_delay=300ms):node b.mjs"
+    );
     assert_eq!(q.to_string().parse::<Policy>().unwrap(), q);
     let err = "exec:".parse::<Policy>().unwrap_err().to_string();
     assert!(err.contains("no command"), "{err}");

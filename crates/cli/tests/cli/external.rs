@@ -42,7 +42,12 @@ fn timeline(dir: &Path, trace: &Path, policy: &str) -> Vec<Vec<(String, String)>
         .success();
     let text = std::fs::read_to_string(&out).unwrap();
     let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_owned).collect();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     lines
         .map(|l| {
             header
@@ -70,7 +75,9 @@ fn seed000_javascript_buffer_agrees_frame_for_frame_with_fixed() {
     let dir = tempfile::tempdir().unwrap();
     let exec = format!(
         "exec(max_delay=100ms):node {}",
-        root().join("examples/external/seed000_snapshot_buffer.mjs").display()
+        root()
+            .join("examples/external/seed000_snapshot_buffer.mjs")
+            .display()
     );
     let mut traces = vec![demo()];
     if let Some(data) = shared_data() {
@@ -101,7 +108,9 @@ fn seed003_unity_buffer_agrees_with_its_builtin_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let exec = format!(
         "exec(max_delay=100ms):python3 {} 100",
-        root().join("examples/external/seed003_unity_buffer.py").display()
+        root()
+            .join("examples/external/seed003_unity_buffer.py")
+            .display()
     );
     let ours = timeline(dir.path(), &demo(), &exec);
     let builtin = timeline(

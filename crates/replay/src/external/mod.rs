@@ -32,7 +32,9 @@ static DEFAULT_TIMEOUT_MS: AtomicU64 = AtomicU64::new(5000);
 /// Sets the timeout of external policies that do not give their own (`exec(timeout=…)`):
 /// how long jitterlab waits for each reply line (and for the child to exit at the end).
 pub fn set_default_timeout(timeout: Duration) {
-    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1);
+    let ms = u64::try_from(timeout.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
     DEFAULT_TIMEOUT_MS.store(ms, Ordering::Relaxed);
 }
 
@@ -113,7 +115,10 @@ impl ExecEngine {
     fn run(&mut self, samples: &[Sample], script: &Script) -> Result<(), Error> {
         let timeout = self.options.timeout.unwrap_or_else(default_timeout);
         let mut child = Process::spawn(&self.options.command).map_err(|e| {
-            self.error("start", format!("cannot run `{}`: {e}", self.options.command))
+            self.error(
+                "start",
+                format!("cannot run `{}`: {e}", self.options.command),
+            )
         })?;
         let origin = Origin::of(script);
         let per = self.options.batch.max(1);
@@ -205,7 +210,10 @@ impl ExecEngine {
             if reply.batch != b as u64 {
                 return Err(self.error(
                     where_(),
-                    format!("reply answers batch {} (replies come in order)", reply.batch),
+                    format!(
+                        "reply answers batch {} (replies come in order)",
+                        reply.batch
+                    ),
                 ));
             }
             if reply.picks.len() != end - start {
@@ -230,16 +238,18 @@ impl ExecEngine {
                     newest = Some(newest.map_or(p.send, |n: Nanos| n.max(p.send)));
                 }
                 pushed = frame.pushed;
-                let answer = self.check(samples, &arrived, newest, &sends, frame, msg).map_err(|r| {
-                    self.error(
-                        format!(
-                            "frame {f} (at {} ms, now {} ms)",
-                            (frame.at - origin.local).as_millis_f64(),
-                            (frame.now - origin.send).as_millis_f64()
-                        ),
-                        r,
-                    )
-                })?;
+                let answer = self
+                    .check(samples, &arrived, newest, &sends, frame, msg)
+                    .map_err(|r| {
+                        self.error(
+                            format!(
+                                "frame {f} (at {} ms, now {} ms)",
+                                (frame.at - origin.local).as_millis_f64(),
+                                (frame.now - origin.send).as_millis_f64()
+                            ),
+                            r,
+                        )
+                    })?;
                 self.answers.push(answer);
                 self.newest.push(newest);
             }
@@ -260,7 +270,11 @@ impl ExecEngine {
         if self.counters == Counters::default() {
             // The child keeps no counters: what jitterlab knows (a tick seen before is a
             // duplicate, every other packet was taken).
-            let repeats = script.packets.iter().filter(|(p, _)| p.repeat == Some(true)).count();
+            let repeats = script
+                .packets
+                .iter()
+                .filter(|(p, _)| p.repeat == Some(true))
+                .count();
             self.counters.duplicates = repeats as u64;
             self.counters.inserted = (script.packets.len() - repeats) as u64;
         }

@@ -70,8 +70,14 @@ impl Process {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        let stdin = child.stdin.take().ok_or_else(|| io::Error::other("no stdin pipe"))?;
-        let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("no stdout pipe"))?;
         let stderr_pipe = child.stderr.take();
         let (to_child, batches) = mpsc::channel::<String>();
         let write_error = Arc::new(Mutex::new(None));
@@ -118,9 +124,9 @@ impl Process {
             Ok(Line::Text(t)) => Ok(t),
             Ok(Line::TooLong) => Err(WaitError::TooLong),
             Ok(Line::Failed(e)) => Err(WaitError::Io(e)),
-            Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                Err(WaitError::Ended(self.exit_status(Duration::from_millis(500))))
-            }
+            Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => Err(WaitError::Ended(
+                self.exit_status(Duration::from_millis(500)),
+            )),
             Err(RecvTimeoutError::Timeout) => Err(WaitError::Timeout),
         }
     }
@@ -156,7 +162,10 @@ impl Process {
         let chars: Vec<char> = text.chars().collect();
         let keep = 300;
         if chars.len() > keep {
-            format!("…{}", chars[chars.len() - keep..].iter().collect::<String>())
+            format!(
+                "…{}",
+                chars[chars.len() - keep..].iter().collect::<String>()
+            )
         } else {
             text
         }
@@ -185,9 +194,7 @@ impl Drop for Process {
 fn write_all(stdin: ChildStdin, batches: &Receiver<String>, error: &Mutex<Option<io::Error>>) {
     let mut w = io::BufWriter::with_capacity(1 << 16, stdin);
     for line in batches {
-        let result = w
-            .write_all(line.as_bytes())
-            .and_then(|()| w.flush());
+        let result = w.write_all(line.as_bytes()).and_then(|()| w.flush());
         if let Err(e) = result {
             if let Ok(mut slot) = error.lock() {
                 *slot = Some(e);

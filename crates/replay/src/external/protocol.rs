@@ -59,7 +59,10 @@ pub(super) fn encode_batch(
             (frame.at - origin.local).as_nanos(),
             (frame.now - origin.send).as_nanos()
         );
-        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed].iter().enumerate() {
+        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed]
+            .iter()
+            .enumerate()
+        {
             if j > 0 {
                 out.push(',');
             }

@@ -273,7 +273,11 @@ fn dispatch<const FRAMES: bool, F: FrameSource>(
                 engine.load_script(prepared.samples, &record(prepared, source()))?;
             }
             Ok(run_engine::<FRAMES, _, _>(
-                prepared, false, engine, source(), on_frame,
+                prepared,
+                false,
+                engine,
+                source(),
+                on_frame,
             ))
         }
     }
@@ -385,7 +389,8 @@ pub(crate) fn replay_planned_batch(
                 which.push(i);
             }
             (engine, Some(count)) => {
-                out[i] = dispatch::<false, _>(prepared, engine, || plan.source(count), &mut |_| {})?;
+                out[i] =
+                    dispatch::<false, _>(prepared, engine, || plan.source(count), &mut |_| {})?;
             }
             (_, None) => out[i] = replay_metrics(prepared, policy, &plan.frames, plan.clock)?,
         }
