@@ -40,13 +40,16 @@ fn mk(seq: i64, send_ms: i64, arrival_ms: i64, v: f64) -> Sample {
     .with_values(vec![v])
 }
 
+/// One frame: its mode, alpha and values.
+type Shown = (Mode, Option<f64>, Vec<f64>);
+
 /// Replays `samples` at frame times `at_ms` (sender clock = local clock) through `policy`:
 /// each frame's mode, alpha and value.
 fn replay(
     samples: &[Sample],
     at_ms: &[i64],
     policy: &str,
-) -> Result<Vec<(Mode, Option<f64>, Vec<f64>)>, Error> {
+) -> Result<Vec<Shown>, Error> {
     let policy: Policy = policy.parse()?;
     let mut shown = Vec::new();
     let times = at_ms.iter().map(|&t| Nanos::from_millis(t)).collect();
