@@ -66,10 +66,12 @@ presets! {
     wireshark: WiresharkConfig,
     webrtc_video: WebRtcVideoConfig,
     gstreamer: GStreamerConfig,
-    exec: ExecConfig,
 }
 
-pub use exec::is_exec;
+// Not in `presets!`: an external policy needs its command, so its name alone does not parse
+// and it is in no default grid; `Registry::parse` knows it by its `exec:` prefix.
+mod exec;
+pub use exec::{ExecConfig, is_exec};
 
 pub use baresip::BaresipStats;
 pub use pjsip::PjsipStats;
@@ -499,7 +501,10 @@ impl Registry {
             return Err(Error::Policy {
                 policy: name.to_owned(),
                 key: String::new(),
-                reason: format!("unknown policy (known: {})", self.names().join(", ")),
+                reason: format!(
+                    "unknown policy (known: {}, exec:CMD)",
+                    self.names().join(", ")
+                ),
             });
         };
         (entry.parse)(&pairs)
