@@ -24,7 +24,7 @@ use crate::Error;
 use crate::buffer::{Counters, Factor, HoldReason, Mode, Packet, Pick};
 use crate::engine::{Applied, Engine};
 use process::{Process, WaitError};
-use protocol::{Origin, PickMsg, Reply};
+use protocol::{HoldMsg, ModeMsg, Origin, PickMsg, Reply};
 
 /// The default reply timeout, in ms (see [`set_default_timeout`]).
 static DEFAULT_TIMEOUT_MS: AtomicU64 = AtomicU64::new(5000);
@@ -74,6 +74,9 @@ pub struct ExecOptions {
     pub batch: usize,
     /// Batches sent ahead of the replies read.
     pub window: usize,
+    /// Whether pushes carry the samples' values (a buffer that decides by times alone does
+    /// not need them; jitterlab computes what is shown from the pick).
+    pub values: bool,
     /// The policy string, for error messages.
     pub policy: String,
 }
@@ -155,6 +158,7 @@ impl ExecEngine {
                     &script.frames[s..e],
                     first_packet(s),
                     origin,
+                    self.options.values,
                 );
                 child.send(std::mem::take(&mut line));
                 sent += 1;
@@ -307,7 +311,7 @@ impl ExecEngine {
             scaled: msg.scaled,
         };
         let id = |name: &str, v: Option<u32>| -> Result<u32, String> {
-            let v = v.ok_or_else(|| format!("mode {} needs \"{name}\"", msg.mode))?;
+            let v = v.ok_or_else(|| format!("mode {} needs \"{name}\"", msg.mode.name()))?;
             match arrived.get(v as usize) {
                 Some(true) => Ok(v),
                 Some(false) => Err(format!(
@@ -321,7 +325,7 @@ impl ExecEngine {
         };
         let absent = |name: &str, v: Option<u32>| -> Result<(), String> {
             match v {
-                Some(_) => Err(format!("mode {} takes no \"{name}\"", msg.mode)),
+                Some(_) => Err(format!("mode {} takes no \"{name}\"", msg.mode.name())),
                 None => Ok(()),
             }
         };
@@ -330,41 +334,36 @@ impl ExecEngine {
         let depth = msg
             .depth
             .unwrap_or_else(|| sends.len() - sends.partition_point(|&s| s < target));
-        let pick = match msg.mode.as_str() {
-            "empty" => {
+        let pick = match msg.mode {
+            ModeMsg::Empty => {
                 absent("from", msg.from)?;
                 absent("to", msg.to)?;
                 Pick::empty(depth)
             }
-            "hold" => {
+            ModeMsg::Hold => {
                 let from = id("from", msg.from)?;
                 absent("to", msg.to)?;
-                let reason = match msg.hold.as_deref() {
-                    Some("gap") => HoldReason::Gap,
-                    Some("after_newest") => HoldReason::AfterNewest,
-                    Some("before_oldest") => HoldReason::BeforeOldest,
-                    Some(other) => {
-                        return Err(format!(
-                            "hold reason '{other}' is not gap, after_newest or before_oldest"
-                        ));
-                    }
+                let reason = match msg.hold {
+                    Some(HoldMsg::Gap) => HoldReason::Gap,
+                    Some(HoldMsg::AfterNewest) => HoldReason::AfterNewest,
+                    Some(HoldMsg::BeforeOldest) => HoldReason::BeforeOldest,
                     None if target <= send(from) => HoldReason::BeforeOldest,
                     None if newest.is_some_and(|n| n > send(from)) => HoldReason::Gap,
                     None => HoldReason::AfterNewest,
                 };
                 Pick::held(from, send(from), reason, depth)
             }
-            "interpolate" | "extrapolate" => {
+            ModeMsg::Interpolate | ModeMsg::Extrapolate => {
                 let from = id("from", msg.from)?;
                 let to = id("to", msg.to)?;
                 let alpha = msg
                     .alpha
-                    .ok_or_else(|| format!("mode {} needs \"alpha\"", msg.mode))?;
+                    .ok_or_else(|| format!("mode {} needs \"alpha\"", msg.mode.name()))?;
                 let inside = (0.0..=1.0).contains(&alpha);
-                if !alpha.is_finite() || (msg.mode == "interpolate" && !inside) || alpha < 0.0 {
+                if !alpha.is_finite() || (msg.mode == ModeMsg::Interpolate && !inside) || alpha < 0.0 {
                     return Err(format!(
                         "alpha {alpha} is out of range ({})",
-                        if msg.mode == "interpolate" {
+                        if msg.mode == ModeMsg::Interpolate {
                             "0 to 1 when interpolating"
                         } else {
                             "0 or more"
@@ -372,17 +371,12 @@ impl ExecEngine {
                     ));
                 }
                 let mut pick = Pick::between_by(from, to, Factor::Value(alpha), target, depth);
-                if msg.mode == "extrapolate" {
+                if msg.mode == ModeMsg::Extrapolate {
                     pick.mode = Mode::Extrapolate;
                 }
                 pick
             }
-            other => {
-                return Err(format!(
-                    "mode '{other}' is not interpolate, hold, extrapolate or empty"
-                ));
-            }
-        };
+};
         Ok((applied, pick))
     }
 }

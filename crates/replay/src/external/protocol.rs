@@ -46,9 +46,14 @@ pub(super) fn encode_batch(
     frames: &[ScriptFrame],
     mut first_packet: usize,
     origin: Origin,
+    values: bool,
 ) {
     out.clear();
-    let _ = write!(out, "{{\"v\":{VERSION},\"batch\":{batch},\"frames\":[");
+    let _ = write!(
+        out,
+        "{{\"v\":{VERSION},\"batch\":{batch},\"n\":{},\"frames\":[",
+        frames.len()
+    );
     for (i, frame) in frames.iter().enumerate() {
         if i > 0 {
             out.push(',');
@@ -69,23 +74,26 @@ pub(super) fn encode_batch(
             let s = &samples[p.idx as usize];
             let _ = write!(
                 out,
-                "{{\"id\":{},\"seq\":{},\"send\":{},\"arrival\":{},\"values\":[",
+                "{{\"id\":{},\"seq\":{},\"send\":{},\"arrival\":{}",
                 p.idx,
                 p.seq,
                 (p.send - origin.send).as_nanos(),
                 (arrival - origin.local).as_nanos()
             );
-            for (k, v) in s.values.iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
+            if values {
+                out.push_str(",\"values\":[");
+                for (k, v) in s.values.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    if v.is_finite() {
+                        let _ = write!(out, "{v}");
+                    } else {
+                        out.push_str("null");
+                    }
                 }
-                if v.is_finite() {
-                    let _ = write!(out, "{v}");
-                } else {
-                    out.push_str("null");
-                }
+                out.push(']');
             }
-            out.push(']');
             if p.repeat == Some(true) {
                 out.push_str(",\"repeat\":true");
             }
@@ -123,8 +131,8 @@ pub(super) struct Reply {
 /// What the child showed at one frame.
 #[derive(Debug, Deserialize)]
 pub(super) struct PickMsg {
-    /// `interpolate`, `hold`, `extrapolate` or `empty`.
-    pub(super) mode: String,
+    /// How the frame is shown.
+    pub(super) mode: ModeMsg,
     /// The playout delay in use, ns: the target is now − delay.
     pub(super) delay: i64,
     /// The left (or held) packet's id.
@@ -136,9 +144,9 @@ pub(super) struct PickMsg {
     /// The interpolation factor.
     #[serde(default)]
     pub(super) alpha: Option<f64>,
-    /// Why a hold: `gap`, `after_newest` or `before_oldest`.
+    /// Why a hold.
     #[serde(default)]
-    pub(super) hold: Option<String>,
+    pub(super) hold: Option<HoldMsg>,
     /// Samples held at or after the target.
     #[serde(default)]
     pub(super) depth: Option<usize>,
@@ -148,6 +156,36 @@ pub(super) struct PickMsg {
     /// Playback ran faster or slower than real time.
     #[serde(default)]
     pub(super) scaled: bool,
+}
+
+/// A pick's mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ModeMsg {
+    Interpolate,
+    Hold,
+    Extrapolate,
+    Empty,
+}
+
+impl ModeMsg {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Interpolate => "interpolate",
+            Self::Hold => "hold",
+            Self::Extrapolate => "extrapolate",
+            Self::Empty => "empty",
+        }
+    }
+}
+
+/// Why a hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum HoldMsg {
+    Gap,
+    AfterNewest,
+    BeforeOldest,
 }
 
 /// The child's counters, cumulative.

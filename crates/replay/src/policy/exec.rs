@@ -24,6 +24,8 @@ pub struct ExecConfig {
     pub max_delay: Nanos,
     /// Frames per batch sent to the child.
     pub batch: usize,
+    /// Whether pushes carry the samples' values.
+    pub values: bool,
 }
 
 impl Default for ExecConfig {
@@ -34,6 +36,7 @@ impl Default for ExecConfig {
             timeout: None,
             max_delay: Nanos::from_millis(500),
             batch: 1024,
+            values: true,
         }
     }
 }
@@ -52,6 +55,9 @@ impl ExecConfig {
         }
         if self.batch != d.batch {
             keys.push(format!("batch={}", self.batch));
+        }
+        if self.values != d.values {
+            keys.push(format!("values={}", self.values));
         }
         if keys.is_empty() {
             format!("exec:{}", self.command)
@@ -82,6 +88,7 @@ impl Preset for ExecConfig {
                     duration_key(v, Nanos::ZERO)
                 }),
                 key!(Self, "batch", |c| c.batch, print, batch),
+                key!(Self, "values", |c| c.values, print, super::keys::boolean),
             ]
         })
     }
@@ -112,6 +119,7 @@ impl Preset for ExecConfig {
                 .map(|t| Duration::from_nanos(u64::try_from(t.as_nanos()).unwrap_or(0))),
             batch: self.batch,
             window: 4,
+            values: self.values,
             policy: self.spec(),
         })))
     }
@@ -148,7 +156,7 @@ pub(super) fn parse(text: &str) -> Result<super::Policy, crate::Error> {
             return Err(crate::Error::Policy {
                 policy: "exec".into(),
                 key: key.to_owned(),
-                reason: "unknown key (allowed: timeout, max_delay, batch)".into(),
+                reason: "unknown key (allowed: timeout, max_delay, batch, values)".into(),
             });
         };
         (k.set)(&mut config, value).map_err(|reason| crate::Error::Policy {
