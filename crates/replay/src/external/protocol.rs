@@ -1,8 +1,6 @@
 //! The wire format of an external policy: one JSON line per batch of frames from jitterlab,
 //! one JSON line per batch of picks back (`docs/external-policy.md`).
 
-use std::fmt::Write as _;
-
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Lifecycle, Sample};
 use serde::Deserialize;
@@ -48,38 +46,41 @@ pub(super) fn encode_batch(
     origin: Origin,
     values: bool,
 ) {
+    // itoa and ryu rather than `write!`: the encoder is on the benchmark's critical path
+    // (bench/exec.sh), and `fmt` is several times slower for numbers.
+    let mut int = itoa::Buffer::new();
+    let mut float = ryu::Buffer::new();
+    let mut num = |out: &mut String, n: i64| out.push_str(int.format(n));
     out.clear();
-    let _ = write!(
-        out,
-        "{{\"v\":{VERSION},\"batch\":{batch},\"n\":{},\"frames\":[",
-        frames.len()
-    );
+    out.push_str("{\"v\":");
+    num(out, i64::from(VERSION));
+    out.push_str(",\"batch\":");
+    num(out, i64::try_from(batch).unwrap_or(i64::MAX));
+    out.push_str(",\"n\":");
+    num(out, frames.len() as i64);
+    out.push_str(",\"frames\":[");
     for (i, frame) in frames.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        let _ = write!(
-            out,
-            "{{\"at\":{},\"now\":{},\"push\":[",
-            (frame.at - origin.local).as_nanos(),
-            (frame.now - origin.send).as_nanos()
-        );
-        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed]
-            .iter()
-            .enumerate()
-        {
+        out.push_str("{\"at\":");
+        num(out, (frame.at - origin.local).as_nanos());
+        out.push_str(",\"now\":");
+        num(out, (frame.now - origin.send).as_nanos());
+        out.push_str(",\"push\":[");
+        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed].iter().enumerate() {
             if j > 0 {
                 out.push(',');
             }
             let s = &samples[p.idx as usize];
-            let _ = write!(
-                out,
-                "{{\"id\":{},\"seq\":{},\"send\":{},\"arrival\":{}",
-                p.idx,
-                p.seq,
-                (p.send - origin.send).as_nanos(),
-                (arrival - origin.local).as_nanos()
-            );
+            out.push_str("{\"id\":");
+            num(out, i64::from(p.idx));
+            out.push_str(",\"seq\":");
+            num(out, p.seq);
+            out.push_str(",\"send\":");
+            num(out, (p.send - origin.send).as_nanos());
+            out.push_str(",\"arrival\":");
+            num(out, (arrival - origin.local).as_nanos());
             if values {
                 out.push_str(",\"values\":[");
                 for (k, v) in s.values.iter().enumerate() {
@@ -87,7 +88,7 @@ pub(super) fn encode_batch(
                         out.push(',');
                     }
                     if v.is_finite() {
-                        let _ = write!(out, "{v}");
+                        out.push_str(float.format_finite(*v));
                     } else {
                         out.push_str("null");
                     }
@@ -98,15 +99,15 @@ pub(super) fn encode_batch(
                 out.push_str(",\"repeat\":true");
             }
             if let Some(state) = s.state {
-                let _ = write!(out, ",\"state\":{state}");
+                out.push_str(",\"state\":");
+                num(out, i64::from(state));
             }
             if let Some(event) = s.event {
-                let name = match event {
-                    Lifecycle::Spawn => "spawn",
-                    Lifecycle::Teleport => "teleport",
-                    Lifecycle::Despawn => "despawn",
-                };
-                let _ = write!(out, ",\"event\":\"{name}\"");
+                out.push_str(match event {
+                    Lifecycle::Spawn => ",\"event\":\"spawn\"",
+                    Lifecycle::Teleport => ",\"event\":\"teleport\"",
+                    Lifecycle::Despawn => ",\"event\":\"despawn\"",
+                });
             }
             out.push('}');
         }
