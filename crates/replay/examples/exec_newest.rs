@@ -48,7 +48,9 @@ fn main() -> std::io::Result<()> {
                 reply.push(',');
             }
             match newest {
-                Some((_, id)) => reply.push_str(&format!("{{\"mode\":\"hold\",\"from\":{id},\"delay\":0}}")),
+                Some((_, id)) => {
+                    reply.push_str(&format!("{{\"mode\":\"hold\",\"from\":{id},\"delay\":0}}"))
+                }
                 None => reply.push_str("{\"mode\":\"empty\",\"delay\":0}"),
             }
         }

@@ -45,11 +45,7 @@ type Shown = (Mode, Option<f64>, Vec<f64>);
 
 /// Replays `samples` at frame times `at_ms` (sender clock = local clock) through `policy`:
 /// each frame's mode, alpha and value.
-fn replay(
-    samples: &[Sample],
-    at_ms: &[i64],
-    policy: &str,
-) -> Result<Vec<Shown>, Error> {
+fn replay(samples: &[Sample], at_ms: &[i64], policy: &str) -> Result<Vec<Shown>, Error> {
     let policy: Policy = policy.parse()?;
     let mut shown = Vec::new();
     let times = at_ms.iter().map(|&t| Nanos::from_millis(t)).collect();

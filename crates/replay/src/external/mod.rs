@@ -124,6 +124,12 @@ impl ExecEngine {
             )
         })?;
         let origin = Origin::of(script);
+        let encoder = protocol::Encoder {
+            samples,
+            script,
+            origin,
+            values: self.options.values,
+        };
         let per = self.options.batch.max(1);
         let batches: Vec<(usize, usize)> = (0..script.frames.len())
             .step_by(per)
@@ -152,13 +158,10 @@ impl ExecEngine {
                 let (s, e) = batches[sent];
                 protocol::encode_batch(
                     &mut line,
+                    &encoder,
                     sent as u64,
-                    samples,
-                    script,
                     &script.frames[s..e],
                     first_packet(s),
-                    origin,
-                    self.options.values,
                 );
                 child.send(std::mem::take(&mut line));
                 sent += 1;
@@ -360,7 +363,10 @@ impl ExecEngine {
                     .alpha
                     .ok_or_else(|| format!("mode {} needs \"alpha\"", msg.mode.name()))?;
                 let inside = (0.0..=1.0).contains(&alpha);
-                if !alpha.is_finite() || (msg.mode == ModeMsg::Interpolate && !inside) || alpha < 0.0 {
+                if !alpha.is_finite()
+                    || (msg.mode == ModeMsg::Interpolate && !inside)
+                    || alpha < 0.0
+                {
                     return Err(format!(
                         "alpha {alpha} is out of range ({})",
                         if msg.mode == ModeMsg::Interpolate {
@@ -376,7 +382,7 @@ impl ExecEngine {
                 }
                 pick
             }
-};
+        };
         Ok((applied, pick))
     }
 }

@@ -34,18 +34,30 @@ impl Origin {
     }
 }
 
-/// Appends batch `batch` (frames `frames` of `script`, their packets from `first_packet`) as one
-/// line.
+/// What every batch of one replay is encoded from.
+pub(super) struct Encoder<'a> {
+    pub(super) samples: &'a [Sample],
+    pub(super) script: &'a Script,
+    pub(super) origin: Origin,
+    /// Whether pushes carry the values.
+    pub(super) values: bool,
+}
+
+/// Writes batch `batch` (frames `frames` of the script, their packets from `first_packet`) as
+/// one line into `out`.
 pub(super) fn encode_batch(
     out: &mut String,
+    e: &Encoder<'_>,
     batch: u64,
-    samples: &[Sample],
-    script: &Script,
     frames: &[ScriptFrame],
     mut first_packet: usize,
-    origin: Origin,
-    values: bool,
 ) {
+    let Encoder {
+        samples,
+        script,
+        origin,
+        values,
+    } = *e;
     // itoa and ryu rather than `write!`: the encoder is on the benchmark's critical path
     // (bench/exec.sh), and `fmt` is several times slower for numbers.
     let mut int = itoa::Buffer::new();
@@ -68,7 +80,10 @@ pub(super) fn encode_batch(
         out.push_str(",\"now\":");
         num(out, (frame.now - origin.send).as_nanos());
         out.push_str(",\"push\":[");
-        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed].iter().enumerate() {
+        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed]
+            .iter()
+            .enumerate()
+        {
             if j > 0 {
                 out.push(',');
             }

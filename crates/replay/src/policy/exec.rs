@@ -70,7 +70,9 @@ impl ExecConfig {
 fn batch(value: &str) -> Result<usize, String> {
     match value.parse::<usize>() {
         Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
-        _ => Err(format!("{value} is out of range (allowed: 1..=1048576 frames)")),
+        _ => Err(format!(
+            "{value} is out of range (allowed: 1..=1048576 frames)"
+        )),
     }
 }
 
@@ -81,9 +83,13 @@ impl Preset for ExecConfig {
         static KEYS: OnceLock<Vec<Key<ExecConfig>>> = OnceLock::new();
         KEYS.get_or_init(|| {
             vec![
-                key!(Self, "timeout", |c| c.timeout, |t: &Option<Nanos>| format_auto(*t), |v| {
-                    super::keys::auto_duration(v, Nanos::from_millis(1))
-                }),
+                key!(
+                    Self,
+                    "timeout",
+                    |c| c.timeout,
+                    |t: &Option<Nanos>| format_auto(*t),
+                    |v| { super::keys::auto_duration(v, Nanos::from_millis(1)) }
+                ),
                 key!(Self, "max_delay", |c| c.max_delay, print_duration, |v| {
                     duration_key(v, Nanos::ZERO)
                 }),
