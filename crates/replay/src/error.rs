@@ -26,14 +26,6 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
-    /// A grid file names an external policy, which runs a command: refused unless allowed.
-    #[error(
-        "grid names policy {policy}, which would run a command; a grid file never runs one unless exec is allowed"
-    )]
-    ExecNotAllowed {
-        /// The policy as the grid names it.
-        policy: String,
-    },
     /// A frame rate that is not finite and positive, or above the limit.
     #[error("frame rate {fps} fps is out of range (allowed: >0 to 10000)")]
     FrameRate {

@@ -179,3 +179,29 @@ fn a_grid_file_naming_exec_is_refused_without_allow_exec() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("policy exec"), "{err}");
 }
+
+#[test]
+fn the_docs_minimal_python_policy_runs() {
+    if !have("python3") {
+        return;
+    }
+    let docs = std::fs::read_to_string(root().join("docs/external-policy.md")).unwrap();
+    let after = docs.split("A minimal Python policy").nth(1).unwrap();
+    let code = after.split("```python\n").nth(1).unwrap().split("```").next().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "newest.py", code.as_bytes());
+    let out = jitterlab()
+        .arg("replay")
+        .arg(demo())
+        .args(["--policy", &format!("exec:python3 {}", script.display()), "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &v["metrics"];
+    // Holding the newest packet at no delay: every frame holds, after the first arrival.
+    assert_eq!(m["holds"], m["frames"], "{m}");
+    assert!(m["frames"].as_u64().unwrap() > 1000, "{m}");
+    assert_eq!(m["inserted"], 466, "{m}");
+}
