@@ -31,8 +31,8 @@ struct Cli {
     /// Print only the answer, warnings and errors: no notes, summaries or progress on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,
-    /// How long an external policy (`--policy exec:CMD`) may take for each reply before it is
-    /// stopped with an error (a policy's own `exec(timeout=…)` wins).
+    /// How long an external policy (--policy exec:CMD) may take for each reply before it is
+    /// stopped with an error (a policy's own exec(timeout=...) wins).
     #[arg(long, global = true, value_name = "DURATION", default_value = "5s", value_parser = exec_timeout)]
     exec_timeout: std::time::Duration,
     #[command(subcommand)]

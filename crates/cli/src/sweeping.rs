@@ -33,7 +33,7 @@ pub(crate) struct SweepOptions {
     #[arg(long, value_name = "MAPPING", default_value = "estimate", value_parser = crate::values::Clock)]
     pub(crate) clock: String,
     /// Let grid files (--grid) name external policies (exec:CMD), which run a command.
-    /// Without it a grid file that names one is refused; --sweep exec… on the command line
+    /// Without it a grid file that names one is refused; --sweep exec:... on the command line
     /// is always allowed.
     #[arg(long, help_heading = "Grid")]
     pub(crate) allow_exec: bool,
