@@ -228,3 +228,28 @@ fn exec_policies_print_as_they_parse() {
     let err = "exec(speed=2):x".parse::<Policy>().unwrap_err().to_string();
     assert!(err.contains("key speed"), "{err}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_a_hanging_child_started_is_killed_too() {
+    let dir = std::env::temp_dir().join(format!("jitterlab-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("pid");
+    // The shell starts a sleeper and waits: both must go when the timeout fires.
+    let text = failure(&format!("sleep 30 & echo $! > {}; wait", pidfile.display()));
+    assert!(text.contains("no complete reply"), "{text}");
+    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    // Killed processes are reaped by init soon after; poll, bounded.
+    let mut gone = false;
+    for _ in 0..200 {
+        let state = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        if state.is_empty() || state.contains(") Z ") {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(gone, "the sleeper {pid} is still running");
+}

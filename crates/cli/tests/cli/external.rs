@@ -187,13 +187,23 @@ fn the_docs_minimal_python_policy_runs() {
     }
     let docs = std::fs::read_to_string(root().join("docs/external-policy.md")).unwrap();
     let after = docs.split("A minimal Python policy").nth(1).unwrap();
-    let code = after.split("```python\n").nth(1).unwrap().split("```").next().unwrap();
+    let code = after
+        .split("```python\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let script = write(dir.path(), "newest.py", code.as_bytes());
     let out = jitterlab()
         .arg("replay")
         .arg(demo())
-        .args(["--policy", &format!("exec:python3 {}", script.display()), "--json"])
+        .args([
+            "--policy",
+            &format!("exec:python3 {}", script.display()),
+            "--json",
+        ])
         .assert()
         .success()
         .get_output()

@@ -1,6 +1,7 @@
 //! The child process of an external policy: spawned through the shell, fed by a writer
 //! thread, read line by line by a reader thread, so that the replay's thread only ever waits
-//! with a timeout. Dropping it kills and reaps the child; the threads are never joined (a
+//! with a timeout. Dropping it kills the child's process group (the shell and what it started,
+//! on Unix) and reaps the child; the threads are never joined (a
 //! grandchild holding the pipes open cannot hang jitterlab).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -47,6 +48,8 @@ pub(super) struct Process {
     lines: Receiver<Line>,
     stderr: Arc<Mutex<Vec<u8>>>,
     write_error: Arc<Mutex<Option<io::Error>>>,
+    /// The child was waited for (its id may be reused: its group is not killed any more).
+    reaped: bool,
 }
 
 /// The platform's shell running `command`.
@@ -58,7 +61,24 @@ fn shell(command: &str) -> Command {
     } else {
         let mut c = Command::new("sh");
         c.args(["-c", command]);
+        // Its own process group, so that what the shell starts is killed with it.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         c
+    }
+}
+
+/// Kills the process group `pid` leads (the shell and what it started), through `kill(1)`:
+/// the crate has no `unsafe` for a direct `kill(2)`. Only called before the leader is reaped,
+/// so its id cannot have been reused.
+fn kill_group(pid: u32) {
+    if cfg!(unix) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -102,6 +122,7 @@ impl Process {
             lines,
             stderr,
             write_error,
+            reaped: false,
         })
     }
 
@@ -136,7 +157,10 @@ impl Process {
         let end = Instant::now() + wait;
         loop {
             match self.child.try_wait() {
-                Ok(Some(status)) => return Some(status),
+                Ok(Some(status)) => {
+                    self.reaped = true;
+                    return Some(status);
+                }
                 Ok(None) if Instant::now() < end => thread::sleep(Duration::from_millis(5)),
                 _ => return None,
             }
@@ -147,9 +171,17 @@ impl Process {
     pub(super) fn finish(&mut self, wait: Duration) {
         self.close_input();
         if self.exit_status(wait).is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            self.kill();
         }
+    }
+
+    /// Kills the child and what it started, and reaps it.
+    fn kill(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.kill();
+        // After a kill the wait is immediate.
+        let _ = self.child.wait();
+        self.reaped = true;
     }
 
     /// The last lines the child wrote to standard error, on one line.
@@ -183,11 +215,9 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         self.to_child = None;
-        if !matches!(self.child.try_wait(), Ok(Some(_))) {
-            let _ = self.child.kill();
+        if !self.reaped {
+            self.kill();
         }
-        // Reaps it: after a kill the wait is immediate.
-        let _ = self.child.wait();
     }
 }
 
