@@ -215,3 +215,20 @@ fn the_docs_minimal_python_policy_runs() {
     assert!(m["frames"].as_u64().unwrap() > 1000, "{m}");
     assert_eq!(m["inserted"], 466, "{m}");
 }
+
+#[test]
+fn exec_timeout_bounds_a_hanging_child() {
+    let out = jitterlab()
+        .args(["--exec-timeout", "300ms", "replay"])
+        .arg(demo())
+        .args(["--policy", "exec:sleep 30"])
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("policy exec:sleep 30"), "{err}");
+    assert!(err.contains("no complete reply within 300ms"), "{err}");
+    assert!(err.contains("batch 0"), "{err}");
+}
