@@ -31,6 +31,10 @@ struct Cli {
     /// Print only the answer, warnings and errors: no notes, summaries or progress on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// How long an external policy (--policy exec:CMD) may take for each reply before it is
+    /// stopped with an error (a policy's own exec(timeout=...) wins).
+    #[arg(long, global = true, value_name = "DURATION", default_value = "5s", value_parser = exec_timeout)]
+    exec_timeout: std::time::Duration,
     #[command(subcommand)]
     command: Command,
 }
@@ -80,9 +84,20 @@ enum Command {
     Man(cmd::man::Args),
 }
 
+/// `--exec-timeout`: a positive duration such as 5s or 500ms.
+fn exec_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let d = jitterlab_capture::time::parse_duration(text)?;
+    u64::try_from(d.as_nanos())
+        .ok()
+        .filter(|&n| n > 0)
+        .map(std::time::Duration::from_nanos)
+        .ok_or_else(|| format!("{text} is out of range (allowed: above 0, e.g. 5s)"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     say::set_quiet(cli.quiet);
+    jitterlab_replay::external::set_default_timeout(cli.exec_timeout);
     let result = match cli.command {
         Command::Capture(args) => cmd::capture::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),

@@ -32,6 +32,11 @@ pub(crate) struct SweepOptions {
     /// Clock mapping: estimate (default), hindsight or offset=MS, as for replay.
     #[arg(long, value_name = "MAPPING", default_value = "estimate", value_parser = crate::values::Clock)]
     pub(crate) clock: String,
+    /// Let grid files (--grid) name external policies (exec:CMD), which run a command.
+    /// Without it a grid file that names one is refused; --sweep exec:... on the command line
+    /// is always allowed.
+    #[arg(long, help_heading = "Grid")]
+    pub(crate) allow_exec: bool,
     /// Refuse grids that make more configurations than this.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONFIGS)]
     pub(crate) max_configs: usize,
@@ -102,6 +107,14 @@ pub(crate) fn policies(o: &SweepOptions, fallback: Option<Grid>) -> Result<Vec<P
     for path in &o.grid {
         let text = crate::input::read_text(path)?;
         let g = Grid::from_toml_named(&text, &crate::input::shown(path))?;
+        if !o.allow_exec
+            && let Some(policy) = g.exec_policy()
+        {
+            bail!(
+                "{}: the grid names policy {policy}, which runs a command; a grid file never runs one by surprise: pass --allow-exec to allow it",
+                crate::input::shown(path)
+            );
+        }
         grid.axes.extend(g.axes);
     }
     for spec in &o.sweeps {

@@ -6,6 +6,7 @@ use jitterlab_capture::{Nanos, Sample};
 
 use crate::adapt::Applier;
 use crate::buffer::{Counters, Packet, Pick, Push, SnapshotBuffer};
+pub use crate::external::{Script, ScriptFrame};
 use crate::policy::{Apply, BufferConfig, DelayModel};
 
 /// What an engine did with its timeline at one frame.
@@ -46,6 +47,22 @@ pub trait Engine: Send {
 
     /// Send time of the newest sample held.
     fn newest_send(&self) -> Option<Nanos>;
+
+    /// Whether the engine must see the whole replay's inputs ([`Script`]) before its first
+    /// frame (an external policy answers frames in batches; `docs/external-policy.md`).
+    fn needs_script(&self) -> bool {
+        false
+    }
+
+    /// Gives the engine every packet and frame of the replay to come, in order, before the
+    /// replay loop runs; called once, only when [`Engine::needs_script`] says so.
+    ///
+    /// # Errors
+    /// The engine cannot answer them (an external policy's child failed).
+    fn load_script(&mut self, samples: &[Sample], script: &Script) -> Result<(), crate::Error> {
+        let _ = (samples, script);
+        Ok(())
+    }
 }
 
 impl Engine for Box<dyn Engine> {
@@ -66,6 +83,14 @@ impl Engine for Box<dyn Engine> {
     #[inline]
     fn newest_send(&self) -> Option<Nanos> {
         (**self).newest_send()
+    }
+
+    fn needs_script(&self) -> bool {
+        (**self).needs_script()
+    }
+
+    fn load_script(&mut self, samples: &[Sample], script: &Script) -> Result<(), crate::Error> {
+        (**self).load_script(samples, script)
     }
 }
 

@@ -15,6 +15,17 @@ pub enum Error {
         /// What is wrong and what is allowed.
         reason: String,
     },
+    /// An external policy (`exec:CMD`) failed: its child crashed, timed out or broke the
+    /// protocol (`docs/external-policy.md`).
+    #[error("policy {policy}: {at}: {reason}")]
+    External {
+        /// The policy string.
+        policy: String,
+        /// Where in the replay: the batch, frame or packet.
+        at: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A frame rate that is not finite and positive, or above the limit.
     #[error("frame rate {fps} fps is out of range (allowed: >0 to 10000)")]
     FrameRate {

@@ -248,11 +248,29 @@ impl Grid {
         Ok(grid)
     }
 
+    /// The first external policy (`exec`) the grid names, if any: a grid file that names one
+    /// would run a command, which the caller must allow explicitly.
+    pub fn exec_policy(&self) -> Option<String> {
+        self.axes
+            .iter()
+            .find(|a| crate::policy::is_exec(&format!("{}:", a.policy)) || a.policy == "exec")
+            .map(|a| {
+                let command = a.keys.iter().find(|(k, _)| k == "command");
+                match command.and_then(|(_, v)| v.first()) {
+                    Some(cmd) => format!("exec:{cmd}"),
+                    None => a.policy.clone(),
+                }
+            })
+    }
+
     /// Parses one `--sweep POLICY:KEY=VALUES[,KEY=VALUES...]` and adds it.
     ///
     /// # Errors
     /// A malformed pair, an empty range, a zero step.
     pub fn add_cli(&mut self, spec: &str) -> Result<(), Error> {
+        if crate::policy::is_exec(spec) {
+            return self.add_exec(spec);
+        }
         let (policy, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let mut keys = Vec::new();
         for pair in rest.split(',').filter(|p| !p.trim().is_empty()) {
@@ -266,6 +284,29 @@ impl Grid {
         self.axes.push(Axes {
             policy: policy.trim().to_owned(),
             keys,
+        });
+        Ok(())
+    }
+
+    /// `--sweep exec:CMD` or `exec(KEY=VALUES,…):CMD`: the command verbatim, the keys swept.
+    fn add_exec(&mut self, spec: &str) -> Result<(), Error> {
+        let rest = &spec.trim_start()["exec".len()..];
+        let (keys, command) = match rest.strip_prefix('(') {
+            Some(r) => r.split_once("):").ok_or_else(|| {
+                invalid(format!("grid '{spec}': expected exec(KEY=VALUES,…):CMD"))
+            })?,
+            None => ("", &rest[1..]),
+        };
+        let mut axes = vec![("command".to_owned(), vec![command.trim().to_owned()])];
+        for pair in keys.split(',').filter(|p| !p.trim().is_empty()) {
+            let (key, values) = pair
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("grid '{spec}': '{pair}' is not KEY=VALUES")))?;
+            axes.push((key.trim().to_owned(), cli_values(key.trim(), values)?));
+        }
+        self.axes.push(Axes {
+            policy: "exec".to_owned(),
+            keys: axes,
         });
         Ok(())
     }
@@ -305,7 +346,13 @@ impl Grid {
             let mut index = vec![0usize; axes.keys.len()];
             loop {
                 let mut text = format!("{}:", axes.policy);
+                if axes.policy == "exec" {
+                    text = exec_text(axes, &index);
+                }
                 for (i, (key, values)) in axes.keys.iter().enumerate() {
+                    if axes.policy == "exec" {
+                        break;
+                    }
                     if i > 0 {
                         text.push(',');
                     }
@@ -333,6 +380,21 @@ impl Grid {
         }
         Ok(out)
     }
+}
+
+/// One configuration of an `[exec]` grid table: `exec(KEY=VALUE,…):COMMAND`, the `command`
+/// key being the command (see `docs/external-policy.md`).
+fn exec_text(axes: &Axes, index: &[usize]) -> String {
+    let mut command = String::new();
+    let mut keys = Vec::new();
+    for (i, (key, values)) in axes.keys.iter().enumerate() {
+        if key == "command" {
+            command.clone_from(&values[index[i]]);
+        } else {
+            keys.push(format!("{key}={}", values[index[i]]));
+        }
+    }
+    format!("exec({}):{command}", keys.join(","))
 }
 
 /// The grid `jitterlab tune` sweeps when given none, for traffic sent at `rate_hz` packets per

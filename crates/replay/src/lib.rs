@@ -40,6 +40,7 @@ pub mod clock;
 pub mod decision;
 pub mod engine;
 mod error;
+pub mod external;
 pub mod grid;
 pub mod gstreamer;
 pub mod metrics;
@@ -63,9 +64,9 @@ pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};
 pub use playout::{Media, PlayoutStream};
 pub use policy::{
-    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, FixedConfig, GStreamerConfig,
-    JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy, Preset, QuantileConfig,
-    Registry, SourceConfig, WebRtcVideoConfig,
+    AdaptiveConfig, Apply, BufferConfig, Built, DelayModel, ExecConfig, FixedConfig,
+    GStreamerConfig, JitterConfig, MirrorConfig, MissPolicy, NetEqConfig, NgoConfig, Policy,
+    Preset, QuantileConfig, Registry, SourceConfig, WebRtcVideoConfig,
 };
 pub use run::{
     Frame, FrameClock, FramePlan, Prepared, Replay, Stream, StreamPlayout, TracePlayout,

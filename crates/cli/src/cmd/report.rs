@@ -73,6 +73,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         fps: args.fps,
         clock: args.clock.clone(),
         max_configs: jitterlab_replay::grid::DEFAULT_MAX_CONFIGS,
+        allow_exec: false,
         threads: args.threads,
         keep_going: false,
         playout: args.playout,

@@ -23,6 +23,7 @@ mod contracts;
 mod conventions;
 mod discover;
 mod export;
+mod external;
 mod games;
 mod gstreamer;
 #[cfg(feature = "live")]

@@ -74,6 +74,11 @@ presets! {
     geckos: GeckosConfig,
 }
 
+// Not in `presets!`: an external policy needs its command, so its name alone does not parse
+// and it is in no default grid; `Registry::parse` knows it by its `exec:` prefix.
+mod exec;
+pub use exec::{ExecConfig, is_exec};
+
 pub use baresip::BaresipStats;
 pub use pjsip::PjsipStats;
 pub use speex::SpeexStats;
@@ -342,6 +347,10 @@ impl<P: Preset> From<P> for Policy {
 
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // An external policy's command is not a key: `exec:CMD` (see `exec.rs`).
+        if let Some(e) = self.config::<ExecConfig>() {
+            return f.write_str(&e.spec());
+        }
         write!(f, "{}:", self.name())?;
         jitterlab_capture::spec::write_pairs(f, self.params())
     }
@@ -475,6 +484,9 @@ impl Registry {
     /// # Errors
     /// An unknown policy or key, a malformed value or one out of range, a key given twice.
     pub fn parse(&self, text: &str) -> Result<Policy, Error> {
+        if is_exec(text) {
+            return exec::parse(&text.trim_start()["exec".len()..]);
+        }
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
         let name = name.trim();
         let pairs = jitterlab_capture::spec::parse_pairs(rest).map_err(|e| {
@@ -495,7 +507,10 @@ impl Registry {
             return Err(Error::Policy {
                 policy: name.to_owned(),
                 key: String::new(),
-                reason: format!("unknown policy (known: {})", self.names().join(", ")),
+                reason: format!(
+                    "unknown policy (known: {}, exec:CMD)",
+                    self.names().join(", ")
+                ),
             });
         };
         (entry.parse)(&pairs)

@@ -239,13 +239,13 @@ fn run<const FRAMES: bool>(
     if prepared.is_empty() {
         return Ok(Metrics::default());
     }
-    let source = LiveFrames::new(prepared, frames, clock, policy.max_delay());
-    Ok(dispatch::<FRAMES, _>(
+    let max_delay = policy.max_delay();
+    dispatch::<FRAMES, _>(
         prepared,
         policy.engine(),
-        source,
+        || LiveFrames::new(prepared, frames, clock, max_delay),
         on_frame,
-    ))
+    )
 }
 
 /// Runs the replay loop with `engine`: one copy of the loop per engine type, so each engine's
@@ -253,17 +253,57 @@ fn run<const FRAMES: bool>(
 fn dispatch<const FRAMES: bool, F: FrameSource>(
     prepared: &Prepared<'_>,
     engine: Built,
-    source: F,
+    source: impl Fn() -> F,
     on_frame: &mut impl FnMut(&Frame<'_>),
-) -> Metrics {
+) -> Result<Metrics, Error> {
     // Only jitterlab's own snapshot buffer computes its interpolation factor from the same
     // nanosecond expression as the reference (the zero-error shortcut needs that).
     match engine {
-        Built::Snapshot(engine) => {
-            run_engine::<FRAMES, _, _>(prepared, true, *engine, source, on_frame)
+        Built::Snapshot(engine) => Ok(run_engine::<FRAMES, _, _>(
+            prepared,
+            true,
+            *engine,
+            source(),
+            on_frame,
+        )),
+        Built::Own(mut engine) => {
+            if engine.needs_script() {
+                // An external policy answers in batches: it is given the whole replay first
+                // (frames and arrivals do not depend on what an engine picks).
+                engine.load_script(prepared.samples, &record(prepared, source()))?;
+            }
+            Ok(run_engine::<FRAMES, _, _>(
+                prepared,
+                false,
+                engine,
+                source(),
+                on_frame,
+            ))
         }
-        Built::Own(engine) => run_engine::<FRAMES, _, _>(prepared, false, engine, source, on_frame),
     }
+}
+
+/// The packets and frames a replay over `source` goes through, in the replay loop's order.
+fn record<F: FrameSource>(prepared: &Prepared<'_>, mut source: F) -> crate::external::Script {
+    let arrivals = &prepared.arrivals;
+    let mut script = crate::external::Script::default();
+    let mut next = 0usize;
+    while let Some(at) = source.next_frame() {
+        while let Some(arrival) = arrivals.get(next)
+            && arrival.at <= at
+        {
+            source.observe(arrival.packet.send, arrival.at);
+            script.packets.push((arrival.packet, arrival.at));
+            next += 1;
+        }
+        let now = at + source.offset(at);
+        script.frames.push(crate::external::ScriptFrame {
+            at,
+            now,
+            pushed: script.packets.len(),
+        });
+    }
+    script
 }
 
 /// [`replay_metrics`] with the frames and clock offsets read from `plan`, which must have been
@@ -281,12 +321,12 @@ pub(crate) fn replay_planned(
         return Ok(Metrics::default());
     }
     match plan.frames_for(policy.max_delay()) {
-        Some(count) => Ok(dispatch::<false, _>(
+        Some(count) => dispatch::<false, _>(
             prepared,
             policy.engine(),
-            plan.source(count),
+            || plan.source(count),
             &mut |_| {},
-        )),
+        ),
         None => replay_metrics(prepared, policy, &plan.frames, plan.clock),
     }
 }
@@ -349,7 +389,8 @@ pub(crate) fn replay_planned_batch(
                 which.push(i);
             }
             (engine, Some(count)) => {
-                out[i] = dispatch::<false, _>(prepared, engine, plan.source(count), &mut |_| {});
+                out[i] =
+                    dispatch::<false, _>(prepared, engine, || plan.source(count), &mut |_| {})?;
             }
             (_, None) => out[i] = replay_metrics(prepared, policy, &plan.frames, plan.clock)?,
         }

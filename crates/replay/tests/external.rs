@@ -1,0 +1,255 @@
+//! External policies (`exec:CMD`): seed 000's JavaScript SnapshotBuffer, used as printed, passes
+//! the seed's four tests through the protocol; children that crash, hang or lie give clear
+//! errors naming the policy and the frame, within the timeout. Tests that need `node` skip
+//! (saying so) without it, and fail under `JITTERLAB_REQUIRE_PEERS`.
+
+use jitterlab_capture::{Nanos, Sample};
+use jitterlab_replay::{ClockMapping, Error, FrameClock, Mode, Policy, Replay, Stream};
+
+const SEED000: &str = "examples/external/seed000_snapshot_buffer.mjs";
+
+/// The repository root, where the examples are.
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Whether `program --version` runs; `false` (after saying so) when it does not, a panic under
+/// `JITTERLAB_REQUIRE_PEERS`.
+fn have(program: &str) -> bool {
+    let ok = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+            "JITTERLAB_REQUIRE_PEERS is set but {program} does not run (apt-get install nodejs)"
+        );
+        eprintln!("skipped: {program} is not installed");
+    }
+    ok
+}
+
+fn mk(seq: i64, send_ms: i64, arrival_ms: i64, v: f64) -> Sample {
+    Sample::new(
+        0,
+        seq,
+        Nanos::from_millis(send_ms),
+        Nanos::from_millis(arrival_ms),
+    )
+    .with_values(vec![v])
+}
+
+/// One frame: its mode, alpha and values.
+type Shown = (Mode, Option<f64>, Vec<f64>);
+
+/// Replays `samples` at frame times `at_ms` (sender clock = local clock) through `policy`:
+/// each frame's mode, alpha and value.
+fn replay(samples: &[Sample], at_ms: &[i64], policy: &str) -> Result<Vec<Shown>, Error> {
+    let policy: Policy = policy.parse()?;
+    let mut shown = Vec::new();
+    let times = at_ms.iter().map(|&t| Nanos::from_millis(t)).collect();
+    Replay::new(FrameClock::At(times))
+        .clock(ClockMapping::Fixed(Nanos::ZERO))
+        .stream(&Stream::new(samples), &policy, |f| {
+            shown.push((f.mode, f.alpha, f.value.to_vec()))
+        })?;
+    Ok(shown)
+}
+
+fn seed000() -> String {
+    format!("exec:node {}", root().join(SEED000).display())
+}
+
+#[test]
+fn seed000_normal_sample_interpolates_by_send_time() {
+    if !have("node") {
+        return;
+    }
+    // Arriving 150, 50, 100 ms: target 125 ms is halfway between 10 and 15.
+    let samples = [
+        mk(3, 150, 151, 15.0),
+        mk(1, 50, 152, 5.0),
+        mk(2, 100, 153, 10.0),
+    ];
+    let shown = replay(&samples, &[225], &seed000()).unwrap();
+    assert_eq!(shown, [(Mode::Interpolate, Some(0.5), vec![12.5])]);
+}
+
+#[test]
+fn seed000_large_gap_falls_back_to_hold() {
+    if !have("node") {
+        return;
+    }
+    let samples = [mk(1, 0, 1, 0.0), mk(2, 300, 2, 30.0)];
+    let shown = replay(&samples, &[250], &seed000()).unwrap();
+    assert_eq!(shown, [(Mode::Hold, None, vec![0.0])]);
+}
+
+#[test]
+fn seed000_duplicate_tick_is_rejected() {
+    if !have("node") {
+        return;
+    }
+    // Tick 7 again at 90 ms: rejected, so after the newest the first one (7) is held.
+    let samples = [mk(7, 70, 1, 7.0), mk(7, 90, 2, 9.0)];
+    let policy: Policy = seed000().parse().unwrap();
+    let metrics = Replay::new(FrameClock::At(vec![Nanos::from_millis(300)]))
+        .clock(ClockMapping::Fixed(Nanos::ZERO))
+        .stream(&Stream::new(&samples), &policy, |f| {
+            assert_eq!((f.mode, f.value), (Mode::Hold, &[7.0][..]));
+        })
+        .unwrap();
+    assert_eq!(
+        (metrics.counters.inserted, metrics.counters.duplicates),
+        (1, 1)
+    );
+}
+
+#[test]
+fn seed000_after_latest_holds_latest_snapshot() {
+    if !have("node") {
+        return;
+    }
+    let samples = [mk(1, 100, 1, 10.0), mk(2, 150, 2, 15.0)];
+    let shown = replay(&samples, &[400], &seed000()).unwrap();
+    assert_eq!(shown, [(Mode::Hold, None, vec![15.0])]);
+}
+
+/// The error a child running `script` (a shell command) gives, as text.
+fn failure(script: &str) -> String {
+    let samples: Vec<Sample> = (0..40)
+        .map(|i| mk(i, i * 50, i * 50 + 30, i as f64))
+        .collect();
+    let at: Vec<i64> = (0..60).map(|i| i * 40).collect();
+    let policy = format!("exec(timeout=700ms,batch=16):{script}");
+    let started = std::time::Instant::now();
+    let err = replay(&samples, &at, &policy).expect_err("the child must fail");
+    // Not a timed assertion on speed: a guard that it did not hang for good.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let text = err.to_string();
+    assert!(matches!(err, Error::External { .. }), "{text}");
+    assert!(text.starts_with(&format!("policy {policy}:")), "{text}");
+    text
+}
+
+#[test]
+fn a_child_that_crashes_names_its_exit_and_stderr() {
+    let text = failure("echo broken buffer >&2; exit 3");
+    assert!(text.contains("batch 0"), "{text}");
+    assert!(text.contains("exit status: 3"), "{text}");
+    assert!(text.contains("broken buffer"), "{text}");
+}
+
+#[test]
+fn a_child_that_hangs_times_out() {
+    let text = failure("sleep 30");
+    assert!(text.contains("no complete reply within 700ms"), "{text}");
+}
+
+#[test]
+fn a_reply_that_never_ends_times_out() {
+    let text = failure("while :; do printf 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'; done");
+    assert!(
+        text.contains("no complete reply") || text.contains("without a newline"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_child_speaking_another_protocol_is_refused() {
+    let text = failure("echo hello; cat > /dev/null");
+    assert!(text.contains("reply is not a protocol line"), "{text}");
+    assert!(text.contains("'hello'"), "{text}");
+}
+
+/// A child in Python that answers every frame of each batch with `pick` (a JSON object, also
+/// a Python literal), plus `extra` picks.
+fn answering(pick: &str, extra: usize) -> String {
+    format!(
+        "python3 -c 'import sys, json\nfor l in sys.stdin:\n b = json.loads(l)\n \
+         print(json.dumps({{\"batch\": b[\"batch\"], \"picks\": [{pick}] * (len(b[\"frames\"]) + {extra})}}), flush=True)'"
+    )
+}
+
+#[test]
+fn a_reply_with_the_wrong_count_is_refused() {
+    if !have("python3") {
+        return;
+    }
+    let text = failure(&answering(r#"{"mode":"empty","delay":0}"#, 1));
+    assert!(text.contains("reply has 17 picks for 16 frames"), "{text}");
+}
+
+#[test]
+fn a_sample_from_the_future_is_refused() {
+    if !have("python3") {
+        return;
+    }
+    // Packet 39 arrives at 1980 ms: picked at the first frame, it has not arrived.
+    let text = failure(&answering(r#"{"mode":"hold","from":39,"delay":0}"#, 0));
+    assert!(text.contains("frame 0"), "{text}");
+    assert!(
+        text.contains("packet 39, which has not arrived yet"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_trivial_child_runs() {
+    if !have("python3") {
+        return;
+    }
+    // The empty pick for every frame: a valid, if useless, buffer.
+    let samples: Vec<Sample> = (0..10).map(|i| mk(i, i * 50, i * 50 + 30, 0.0)).collect();
+    let policy = format!(
+        "exec(batch=4):{}",
+        answering(r#"{"mode":"empty","delay":0}"#, 0)
+    );
+    let shown = replay(&samples, &[0, 100, 200, 300, 400, 500], &policy).unwrap();
+    assert_eq!(shown.len(), 6);
+    assert!(shown.iter().all(|(m, _, _)| *m == Mode::Empty));
+}
+
+#[test]
+fn exec_policies_print_as_they_parse() {
+    let p: Policy = "exec:python3 my buffer.py --x=1,2".parse().unwrap();
+    assert_eq!(p.to_string(), "exec:python3 my buffer.py --x=1,2");
+    let q: Policy = "exec(timeout=2000ms,max_delay=300ms):node b.mjs"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        q.to_string(),
+        "exec(timeout=2000ms,max_delay=300ms):node b.mjs"
+    );
+    assert_eq!(q.to_string().parse::<Policy>().unwrap(), q);
+    let err = "exec:".parse::<Policy>().unwrap_err().to_string();
+    assert!(err.contains("no command"), "{err}");
+    let err = "exec(speed=2):x".parse::<Policy>().unwrap_err().to_string();
+    assert!(err.contains("key speed"), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_a_hanging_child_started_is_killed_too() {
+    let dir = std::env::temp_dir().join(format!("jitterlab-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("pid");
+    // The shell starts a sleeper and waits: both must go when the timeout fires.
+    let text = failure(&format!("sleep 30 & echo $! > {}; wait", pidfile.display()));
+    assert!(text.contains("no complete reply"), "{text}");
+    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    // Killed processes are reaped by init soon after; poll, bounded.
+    let mut gone = false;
+    for _ in 0..200 {
+        let state = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        if state.is_empty() || state.contains(") Z ") {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(gone, "the sleeper {pid} is still running");
+}
