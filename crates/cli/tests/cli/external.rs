@@ -128,9 +128,10 @@ fn seed003_unity_buffer_agrees_with_its_builtin_configuration() {
         // The one difference: a target exactly on the oldest sample. Unity interpolates at
         // alpha 0, jitterlab holds it as "before the oldest"; what is shown is the same.
         differ += 1;
+        let alpha: f64 = get(a, "alpha").parse().unwrap();
         assert_eq!(
-            (get(a, "mode").as_str(), get(a, "alpha").as_str()),
-            ("interpolate", "0"),
+            (get(a, "mode").as_str(), alpha),
+            ("interpolate", 0.0),
             "frame {i}"
         );
         assert_eq!(get(b, "hold"), "before_oldest", "frame {i}");
