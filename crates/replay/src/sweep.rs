@@ -18,6 +18,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 
 use crate::Error;
+use crate::bound::{Curve, DEFAULT_WINDOW, Segments, starved_share};
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
 use crate::playout::{PlayoutMetrics, PlayoutReport, PlayoutStream, QualityOptions};
@@ -119,6 +120,76 @@ pub struct Row {
     pub summary: Summary,
     /// The playout's figures over every stream of the trace, in playout mode.
     pub playout: Option<PlayoutReport>,
+    /// The offline-optimal bound at this row's starved share (snapshot: held, extrapolated
+    /// and empty frames; playout: late slots), ms: the least mean delay any policy whose
+    /// delay changes only between [`crate::bound::DEFAULT_WINDOW`] windows could reach on
+    /// the trace ([`crate::bound`]).
+    pub bound_ms: Option<f64>,
+    /// The row's mean delay minus [`Row::bound_ms`], ms: how far the configuration is from
+    /// the best possible at its own share.
+    pub regret_ms: Option<f64>,
+}
+
+impl Row {
+    /// Sets [`Row::bound_ms`] from the trace's `curve` and [`Row::regret_ms`] from it and the
+    /// row's mean delay.
+    pub fn with_bound(mut self, curve: &Curve) -> Self {
+        let (share, delay) = match &self.playout {
+            Some(p) => (p.summary.late_ratio, p.mean_delay_ms),
+            None => (starved_share(&self.summary), self.summary.mean_delay_ms),
+        };
+        self.bound_ms = curve.at_share(share);
+        self.regret_ms = delay.zip(self.bound_ms).map(|(d, b)| d - b);
+        self
+    }
+}
+
+/// The segment bound's curve of one snapshot trace (every stream's frames, from first to
+/// last arrival, in [`crate::bound::DEFAULT_WINDOW`] windows), over its frame plans.
+fn snapshot_curve(trace: &SweepTrace<'_>, plans: &[FramePlan]) -> Curve {
+    let mut segments = Segments::default();
+    for (stream, plan) in trace.streams.iter().zip(plans) {
+        segments.extend(Segments::windows(&plan.needs_ms(stream), DEFAULT_WINDOW));
+    }
+    segments.curve()
+}
+
+/// The segment bound's curve of one playout trace: every slot's network delay (zero for a
+/// slot that never arrived: no delay saves it), in windows of send time.
+pub fn playout_curve(trace: &PlayoutTrace<'_>) -> Curve {
+    let mut segments = Segments::default();
+    for stream in &trace.streams {
+        let frames: Vec<(jitterlab_capture::Nanos, f64)> = stream
+            .slots()
+            .iter()
+            .map(|s| {
+                let need = s.arrival.map_or(0.0, |a| {
+                    (a + stream.offset - s.send).as_nanos() as f64 * 1e-6
+                });
+                (s.send, need)
+            })
+            .collect();
+        segments.extend(Segments::windows(&frames, DEFAULT_WINDOW));
+    }
+    segments.curve()
+}
+
+/// The segment bound's curve of one snapshot trace under `frames` and `clock` (what
+/// [`run`] attaches to its rows), for callers that want to draw it.
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn snapshot_bound(
+    trace: &SweepTrace<'_>,
+    frames: &FrameClock,
+    clock: ClockMapping,
+) -> Result<Curve, Error> {
+    let plans: Vec<FramePlan> = trace
+        .streams
+        .iter()
+        .map(|s| FramePlan::new(s, frames, clock, jitterlab_capture::Nanos::ZERO))
+        .collect::<Result<_, Error>>()?;
+    Ok(snapshot_curve(trace, &plans))
 }
 
 /// Runs every (trace, configuration) pair in `shard` on the current rayon pool, calling
@@ -164,6 +235,17 @@ pub fn run(
                 .collect()
         })
         .collect::<Result<_, Error>>()?;
+    // The best possible on each trace, computed once for all its rows.
+    let curves: Vec<Curve> = (0..traces.len())
+        .into_par_iter()
+        .map(|t| {
+            if configs[t].is_empty() {
+                Curve::default()
+            } else {
+                snapshot_curve(&traces[t], &plans[t])
+            }
+        })
+        .collect();
     // Work units: a trace and a few of its configurations, replayed side by side in one pass
     // (`replay_planned_batch`), in as many units as keep every thread busy to the end.
     let threads = rayon::current_num_threads().max(1);
@@ -197,7 +279,10 @@ pub fn run(
                         config,
                         summary: total.summary(),
                         playout: None,
+                        bound_ms: None,
+                        regret_ms: None,
                     }
+                    .with_bound(&curves[t])
                 })
                 .collect())
         })
@@ -235,6 +320,7 @@ pub fn run_playout(
                 .collect()
         })
         .collect();
+    let curves: Vec<Curve> = traces.par_iter().map(playout_curve).collect();
     let pairs: Vec<(usize, usize)> = (0..traces.len())
         .flat_map(|t| (0..policies.len()).map(move |c| (t, c)))
         .filter(|&(t, c)| shard.contains(t * policies.len() + c))
@@ -255,7 +341,10 @@ pub fn run_playout(
                 config,
                 summary: Summary::default(),
                 playout: Some(total.report()),
-            })
+                bound_ms: None,
+                regret_ms: None,
+            }
+            .with_bound(&curves[t]))
         })
         .collect()
 }

@@ -64,10 +64,14 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 }),
                 None => serde_json::to_value(&r.summary),
             };
-            match value {
+            let mut m = match value {
                 Ok(Value::Object(m)) => m,
                 _ => Map::new(),
-            }
+            };
+            // The offline-optimal bound at the row's share and the distance to it.
+            m.insert("bound_ms".into(), r.bound_ms.map_or(Value::Null, Value::from));
+            m.insert("regret_ms".into(), r.regret_ms.map_or(Value::Null, Value::from));
+            m
         })
         .collect();
     // Every key any row has, in first-seen order (playout rows' groups differ by media).
@@ -396,6 +400,8 @@ mod tests {
                     ..Summary::default()
                 },
                 playout: None,
+                bound_ms: (i != 3).then_some(40.25 + i as f64),
+                regret_ms: (i != 3).then_some(10.25),
             })
             .collect();
         let names = vec!["a.jtr".to_owned(), "b, c.jtr".to_owned()];
@@ -427,6 +433,8 @@ mod tests {
                     ..Summary::default()
                 },
                 playout: None,
+                bound_ms: None,
+                regret_ms: None,
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();
@@ -509,6 +517,10 @@ pub struct SweepPoints {
     pub recommendation: Option<usize>,
     /// The sweep played discrete frames: the frontier trades concealment, not holds.
     pub playout: bool,
+    /// The offline-optimal bound under the frontier ([`SweepPoints::with_bound`]): (mean
+    /// delay in ms, share in %) by increasing share, the largest over the traces of each
+    /// trace's bound; empty when no row carries one.
+    pub bound: Vec<(f64, f64)>,
 }
 
 impl SweepPoints {
@@ -555,8 +567,67 @@ impl SweepPoints {
                 .collect(),
             recommendation: tuning.recommendation.and_then(point_of),
             playout,
+            bound: Vec::new(),
         }
     }
+
+    /// These points with the bound line drawn under their frontier, from the rows'
+    /// [`Row::bound_ms`] (each row gives one point of its trace's bound, at its starved or
+    /// late share). At each share the line is the largest over the traces of the trace's
+    /// bound at the nearest sampled share at or above it: as the bound never rises with the
+    /// share, that stays a floor under every configuration's worst-trace delay.
+    pub fn with_bound(mut self, rows: &[Row]) -> Self {
+        self.bound = bound_line(rows);
+        self
+    }
+}
+
+/// The share a row's bound was taken at: late slots in playout mode, starved frames
+/// (held, extrapolated, empty) in snapshot mode.
+pub fn bound_share(row: &Row) -> f64 {
+    match &row.playout {
+        Some(p) => p.summary.late_ratio,
+        None => jitterlab_replay::bound::starved_share(&row.summary),
+    }
+}
+
+/// See [`SweepPoints::with_bound`].
+fn bound_line(rows: &[Row]) -> Vec<(f64, f64)> {
+    let traces = rows.iter().map(|r| r.trace + 1).max().unwrap_or(0);
+    // Per trace: (share, bound) samples by increasing share.
+    let mut samples: Vec<Vec<(f64, f64)>> = vec![Vec::new(); traces];
+    for r in rows {
+        if let Some(b) = r.bound_ms {
+            let share = bound_share(r);
+            if share.is_finite() && b.is_finite() {
+                samples[r.trace].push((share, b));
+            }
+        }
+    }
+    for s in &mut samples {
+        s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let mut shares: Vec<f64> = samples.iter().flatten().map(|s| s.0).collect();
+    shares.sort_by(f64::total_cmp);
+    shares.dedup();
+    shares
+        .into_iter()
+        .map(|share| {
+            let floor = samples
+                .iter()
+                .filter_map(|s| {
+                    let i = s.partition_point(|p| p.0 < share);
+                    // Samples at one share agree; the smallest is the safe floor.
+                    s[i..]
+                        .iter()
+                        .take_while(|p| p.0 == s[i].0)
+                        .map(|p| p.1)
+                        .reduce(f64::min)
+                })
+                .fold(0.0f64, f64::max);
+            (floor, 100.0 * share)
+        })
+        .collect()
 }
 
 /// A sweep's results read back: the traces by name, the configurations and the rows, typed
@@ -712,11 +783,14 @@ pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
                 .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
             (summary, None)
         };
+        let number = |key: &str| row.get(key).and_then(Value::as_f64);
         table.rows.push(Row {
             trace,
             config,
             summary,
             playout,
+            bound_ms: number("bound_ms"),
+            regret_ms: number("regret_ms"),
         });
     }
     // An index no row uses is never judged; any configuration holds its place.

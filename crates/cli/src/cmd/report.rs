@@ -107,6 +107,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 &tune(&t.rows, &t.policies, &constraints),
                 t.rows.len(),
             )
+            .with_bound(&t.rows)
         });
         let written = write_full_report(
             &args.output,
@@ -226,7 +227,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 &FrameClock::Fps(options.fps),
                 clock,
             )?,
-            SweepPoints::new(&table.policies, &tuning, table.rows.len()),
+            SweepPoints::new(&table.policies, &tuning, table.rows.len()).with_bound(&table.rows),
         ),
         Mode::Playout => (
             play_policies(
@@ -236,7 +237,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 clock,
                 args.quality.options()?,
             )?,
-            SweepPoints::playout(&table.policies, &tuning, table.rows.len()),
+            SweepPoints::playout(&table.policies, &tuning, table.rows.len())
+                .with_bound(&table.rows),
         ),
     };
     let recommended_text = recommended.as_ref().map(Policy::to_string);
