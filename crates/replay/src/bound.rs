@@ -51,10 +51,14 @@ impl Segments {
         let Some(&(first, _)) = frames.first() else {
             return Self { needs };
         };
-        let w = window.as_nanos().max(1);
+        let w = window.as_nanos();
         let mut current = None;
-        for &(at, need) in frames {
-            let k = (at - first).as_nanos().div_euclid(w);
+        for (i, &(at, need)) in frames.iter().enumerate() {
+            let k = if w > 0 {
+                (at - first).as_nanos().div_euclid(w)
+            } else {
+                i as i64
+            };
             if current != Some(k) {
                 needs.push(Vec::new());
                 current = Some(k);
@@ -454,6 +458,8 @@ mod tests {
         let s = Segments::windows(&frames, ms(1000));
         assert_eq!(s.needs, vec![vec![1.0, 2.0], vec![3.0], vec![4.0]]);
         assert_eq!(Segments::windows(&[], ms(1000)).frames(), 0);
+        let each = Segments::windows(&[(ms(0), 1.0), (ms(0), 2.0)], Nanos::ZERO);
+        assert_eq!(each.needs, vec![vec![1.0], vec![2.0]]);
     }
 
     #[test]

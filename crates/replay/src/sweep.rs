@@ -121,43 +121,75 @@ pub struct Row {
     /// The playout's figures over every stream of the trace, in playout mode.
     pub playout: Option<PlayoutReport>,
     /// The offline-optimal bound at this row's starved share (snapshot: held, extrapolated
-    /// and empty frames; playout: late slots), ms: the least mean delay any policy whose
-    /// delay changes only between [`crate::bound::DEFAULT_WINDOW`] windows could reach on
-    /// the trace ([`crate::bound`]).
+    /// and empty frames; playout: late slots), ms: the least mean delay any policy at all
+    /// could reach on the trace with that share, its delay free to change at every frame
+    /// ([`crate::bound`]). No configuration goes below it.
     pub bound_ms: Option<f64>,
+    /// The least mean delay at the same share for a policy whose delay changes only between
+    /// [`crate::bound::DEFAULT_WINDOW`] windows (Moon, Kurose and Towsley's per-talkspurt
+    /// class), ms: a tighter floor for that class, which policies that adapt within a window
+    /// can go below.
+    pub window_bound_ms: Option<f64>,
     /// The row's mean delay minus [`Row::bound_ms`], ms: how far the configuration is from
     /// the best possible at its own share.
     pub regret_ms: Option<f64>,
 }
 
 impl Row {
-    /// Sets [`Row::bound_ms`] from the trace's `curve` and [`Row::regret_ms`] from it and the
-    /// row's mean delay.
-    pub fn with_bound(mut self, curve: &Curve) -> Self {
+    /// Sets [`Row::bound_ms`] and [`Row::window_bound_ms`] from the trace's bounds, and
+    /// [`Row::regret_ms`] from the first and the row's mean delay.
+    pub fn with_bound(mut self, bounds: &Bounds) -> Self {
         let (share, delay) = match &self.playout {
             Some(p) => (p.summary.late_ratio, p.mean_delay_ms),
             None => (starved_share(&self.summary), self.summary.mean_delay_ms),
         };
-        self.bound_ms = curve.at_share(share);
+        self.bound_ms = bounds.any.at_share(share);
+        self.window_bound_ms = bounds.window.at_share(share);
         self.regret_ms = delay.zip(self.bound_ms).map(|(d, b)| d - b);
         self
     }
 }
 
-/// The segment bound's curve of one snapshot trace (every stream's frames, from first to
-/// last arrival, in [`crate::bound::DEFAULT_WINDOW`] windows), over its frame plans.
-fn snapshot_curve(trace: &SweepTrace<'_>, plans: &[FramePlan]) -> Curve {
-    let mut segments = Segments::default();
-    for (stream, plan) in trace.streams.iter().zip(plans) {
-        segments.extend(Segments::windows(&plan.needs_ms(stream), DEFAULT_WINDOW));
-    }
-    segments.curve()
+/// One trace's bounds, for every share.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bounds {
+    /// Any policy: the delay free at every frame ([`Row::bound_ms`]).
+    pub any: Curve,
+    /// The delay constant within [`DEFAULT_WINDOW`] windows ([`Row::window_bound_ms`]).
+    pub window: Curve,
 }
 
-/// The segment bound's curve of one playout trace: every slot's network delay (zero for a
-/// slot that never arrived: no delay saves it), in windows of send time.
-pub fn playout_curve(trace: &PlayoutTrace<'_>) -> Curve {
-    let mut segments = Segments::default();
+impl Bounds {
+    /// Both bounds over every stream's `(local time, need ms)` frames.
+    pub fn of(streams: &[Vec<(jitterlab_capture::Nanos, f64)>]) -> Self {
+        let (mut any, mut window) = (Segments::default(), Segments::default());
+        for frames in streams {
+            any.extend(Segments::windows(frames, jitterlab_capture::Nanos::ZERO));
+            window.extend(Segments::windows(frames, DEFAULT_WINDOW));
+        }
+        Self {
+            any: any.curve(),
+            window: window.curve(),
+        }
+    }
+}
+
+/// The bounds of one snapshot trace (every stream's frames, from first to last arrival),
+/// over its frame plans.
+fn snapshot_curve(trace: &SweepTrace<'_>, plans: &[FramePlan]) -> Bounds {
+    let frames: Vec<Vec<(jitterlab_capture::Nanos, f64)>> = trace
+        .streams
+        .iter()
+        .zip(plans)
+        .map(|(stream, plan)| plan.needs_ms(stream))
+        .collect();
+    Bounds::of(&frames)
+}
+
+/// The bounds of one playout trace: every slot's network delay (zero for a slot that never
+/// arrived: no delay saves it), its windows by send time.
+pub fn playout_curve(trace: &PlayoutTrace<'_>) -> Bounds {
+    let mut all = Vec::new();
     for stream in &trace.streams {
         let frames: Vec<(jitterlab_capture::Nanos, f64)> = stream
             .slots()
@@ -169,13 +201,13 @@ pub fn playout_curve(trace: &PlayoutTrace<'_>) -> Curve {
                 (s.send, need)
             })
             .collect();
-        segments.extend(Segments::windows(&frames, DEFAULT_WINDOW));
+        all.push(frames);
     }
-    segments.curve()
+    Bounds::of(&all)
 }
 
-/// The segment bound's curve of one snapshot trace under `frames` and `clock` (what
-/// [`run`] attaches to its rows), for callers that want to draw it.
+/// The bounds of one snapshot trace under `frames` and `clock` (what [`run`] attaches to
+/// its rows), for callers that want to draw them.
 ///
 /// # Errors
 /// An invalid frame clock.
@@ -183,7 +215,7 @@ pub fn snapshot_bound(
     trace: &SweepTrace<'_>,
     frames: &FrameClock,
     clock: ClockMapping,
-) -> Result<Curve, Error> {
+) -> Result<Bounds, Error> {
     let plans: Vec<FramePlan> = trace
         .streams
         .iter()
@@ -236,11 +268,11 @@ pub fn run(
         })
         .collect::<Result<_, Error>>()?;
     // The best possible on each trace, computed once for all its rows.
-    let curves: Vec<Curve> = (0..traces.len())
+    let curves: Vec<Bounds> = (0..traces.len())
         .into_par_iter()
         .map(|t| {
             if configs[t].is_empty() {
-                Curve::default()
+                Bounds::default()
             } else {
                 snapshot_curve(&traces[t], &plans[t])
             }
@@ -280,6 +312,7 @@ pub fn run(
                         summary: total.summary(),
                         playout: None,
                         bound_ms: None,
+                        window_bound_ms: None,
                         regret_ms: None,
                     }
                     .with_bound(&curves[t])
@@ -320,7 +353,7 @@ pub fn run_playout(
                 .collect()
         })
         .collect();
-    let curves: Vec<Curve> = traces.par_iter().map(playout_curve).collect();
+    let curves: Vec<Bounds> = traces.par_iter().map(playout_curve).collect();
     let pairs: Vec<(usize, usize)> = (0..traces.len())
         .flat_map(|t| (0..policies.len()).map(move |c| (t, c)))
         .filter(|&(t, c)| shard.contains(t * policies.len() + c))
@@ -342,6 +375,7 @@ pub fn run_playout(
                 summary: Summary::default(),
                 playout: Some(total.report()),
                 bound_ms: None,
+                window_bound_ms: None,
                 regret_ms: None,
             }
             .with_bound(&curves[t]))

@@ -70,6 +70,10 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
             };
             // The offline-optimal bound at the row's share and the distance to it.
             m.insert("bound_ms".into(), r.bound_ms.map_or(Value::Null, Value::from));
+            m.insert(
+                "window_bound_ms".into(),
+                r.window_bound_ms.map_or(Value::Null, Value::from),
+            );
             m.insert("regret_ms".into(), r.regret_ms.map_or(Value::Null, Value::from));
             m
         })
@@ -401,6 +405,7 @@ mod tests {
                 },
                 playout: None,
                 bound_ms: (i != 3).then_some(40.25 + i as f64),
+                window_bound_ms: (i != 3).then_some(45.5),
                 regret_ms: (i != 3).then_some(10.25),
             })
             .collect();
@@ -434,6 +439,7 @@ mod tests {
                 },
                 playout: None,
                 bound_ms: None,
+                window_bound_ms: None,
                 regret_ms: None,
             })
             .collect();
@@ -790,6 +796,7 @@ pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
             summary,
             playout,
             bound_ms: number("bound_ms"),
+            window_bound_ms: number("window_bound_ms"),
             regret_ms: number("regret_ms"),
         });
     }
