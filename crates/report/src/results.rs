@@ -421,6 +421,57 @@ mod tests {
         }
     }
 
+    /// The bound line: per share, the largest over the traces of each trace's bound at the
+    /// nearest sampled share at or above it; the Pareto figure draws it with its legend.
+    #[test]
+    fn the_bound_line_is_a_floor_over_traces_and_the_figure_draws_it() {
+        let policies: Vec<Policy> = ["fixed:delay=50ms", "fixed:delay=100ms"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        // Trace 0: 10 % starved → bound 30, 0 % → 60; trace 1: 20 % → 20, 0 % → 80.
+        let row = |trace, config, holds: u64, bound: f64| Row {
+            trace,
+            config,
+            summary: Summary {
+                frames: 100,
+                holds,
+                hold_ratio: holds as f64 / 100.0,
+                mean_delay_ms: Some(bound + 5.0),
+                ..Summary::default()
+            },
+            playout: None,
+            bound_ms: Some(bound),
+            window_bound_ms: Some(bound + 1.0),
+            regret_ms: Some(5.0),
+        };
+        let rows = vec![
+            row(0, 0, 10, 30.0),
+            row(0, 1, 0, 60.0),
+            row(1, 0, 20, 20.0),
+            row(1, 1, 0, 80.0),
+        ];
+        let tuning = jitterlab_replay::tune::tune(
+            &rows,
+            &policies,
+            &jitterlab_replay::tune::Constraints::default(),
+        );
+        let points = SweepPoints::new(&policies, &tuning, rows.len()).with_bound(&rows);
+        // At 0 %: max(60, 80); at 10 %: max(30, trace 1's 20 % sample 20); at 20 %: trace 0
+        // has no sample that far, trace 1's 20.
+        assert_eq!(points.bound, vec![(80.0, 0.0), (30.0, 10.0), (20.0, 20.0)]);
+        // Without rows carrying a bound, no line.
+        assert!(SweepPoints::new(&policies, &tuning, 0).bound.is_empty());
+        let figure = crate::figures::pareto_figure(&points);
+        let series = &figure.panels[0].series;
+        let line = series
+            .iter()
+            .find(|s| s.label.starts_with("offline-optimal bound"))
+            .expect("the bound is drawn");
+        assert_eq!(line.points, vec![(20.0, 20.0), (30.0, 10.0), (80.0, 0.0)]);
+        assert!(figure.data().contains("offline-optimal bound (at the starved share)"));
+    }
+
     #[test]
     fn parquet_reads_back_with_the_same_rows_and_types() {
         let policies: Vec<Policy> = ["fixed:delay=50ms", "jitter:k=3", "fixed:delay=12.5ms"]
