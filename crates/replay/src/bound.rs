@@ -230,16 +230,17 @@ pub fn budget_for(share: f64, frames: usize) -> usize {
 /// when the delay moves by at most `rate` (e.g. 0.05) times the time between consecutive
 /// frames, over a delay grid of `step_ms`. Each stream is a path of `(local time, need ms)`
 /// frames, in time order; the budget is shared. `None` without frames.
-pub fn stretch(streams: &[Vec<(Nanos, f64)>], budget: usize, rate: f64, step_ms: f64) -> Option<f64> {
+pub fn stretch(
+    streams: &[Vec<(Nanos, f64)>],
+    budget: usize,
+    rate: f64,
+    step_ms: f64,
+) -> Option<f64> {
     let frames: usize = streams.iter().map(Vec::len).sum();
     if frames == 0 || step_ms <= 0.0 {
         return None;
     }
-    let top = streams
-        .iter()
-        .flatten()
-        .map(|f| f.1)
-        .fold(0.0f64, f64::max);
+    let top = streams.iter().flatten().map(|f| f.1).fold(0.0f64, f64::max);
     let grid = (top / step_ms).ceil() as usize + 1;
     // L(λ) = min over paths of Σ delay + λ·starved, and how many it starved.
     let lagrangian = |lambda: f64| -> (f64, usize) {
@@ -454,7 +455,12 @@ mod tests {
 
     #[test]
     fn windows_cut_by_time() {
-        let frames = [(ms(0), 1.0), (ms(400), 2.0), (ms(1000), 3.0), (ms(2500), 4.0)];
+        let frames = [
+            (ms(0), 1.0),
+            (ms(400), 2.0),
+            (ms(1000), 3.0),
+            (ms(2500), 4.0),
+        ];
         let s = Segments::windows(&frames, ms(1000));
         assert_eq!(s.needs, vec![vec![1.0, 2.0], vec![3.0], vec![4.0]]);
         assert_eq!(Segments::windows(&[], ms(1000)).frames(), 0);
@@ -475,7 +481,10 @@ mod tests {
         .curve();
         // Free per-frame delay (a huge rate): every frame at its need.
         let free = stretch(std::slice::from_ref(&path), 0, 1e6, 1.0).unwrap();
-        assert!((free - (55.0 * 20.0 + 5.0 * 100.0) / n).abs() <= 1.0 + 1e-6, "{free}");
+        assert!(
+            (free - (55.0 * 20.0 + 5.0 * 100.0) / n).abs() <= 1.0 + 1e-6,
+            "{free}"
+        );
         // A slow rate: must rise before the spike and fall after: above free, below constant.
         let slow = stretch(std::slice::from_ref(&path), 0, 0.5, 1.0).unwrap();
         assert!(slow > free + 1.0, "{slow} vs {free}");

@@ -4,7 +4,9 @@
 
 use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{MediaKind, Sample};
-use jitterlab_replay::grid::{DEFAULT_MAX_CONFIGS, default_playout_grid_for, default_tune_grid_for};
+use jitterlab_replay::grid::{
+    DEFAULT_MAX_CONFIGS, default_playout_grid_for, default_tune_grid_for,
+};
 use jitterlab_replay::playout::QualityOptions;
 use jitterlab_replay::sweep::{self, PlayoutTrace, Shard, SweepTrace};
 use jitterlab_replay::{ClockMapping, FrameClock, Media, PlayoutStream, Policy, Prepared, Stream};
@@ -31,8 +33,13 @@ fn arb_trace() -> impl Strategy<Value = Vec<Sample>> {
             }
             let send = Nanos::from_millis(i as i64 * 50);
             out.push(
-                Sample::new(0, i as i64, send, send + Nanos::from_millis(20 + delay_ms + spike))
-                    .with_values(vec![i as f64]),
+                Sample::new(
+                    0,
+                    i as i64,
+                    send,
+                    send + Nanos::from_millis(20 + delay_ms + spike),
+                )
+                .with_values(vec![i as f64]),
             );
         }
         out.sort_by_key(|s| s.arrival);

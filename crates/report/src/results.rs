@@ -69,12 +69,18 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 _ => Map::new(),
             };
             // The offline-optimal bound at the row's share and the distance to it.
-            m.insert("bound_ms".into(), r.bound_ms.map_or(Value::Null, Value::from));
+            m.insert(
+                "bound_ms".into(),
+                r.bound_ms.map_or(Value::Null, Value::from),
+            );
             m.insert(
                 "window_bound_ms".into(),
                 r.window_bound_ms.map_or(Value::Null, Value::from),
             );
-            m.insert("regret_ms".into(), r.regret_ms.map_or(Value::Null, Value::from));
+            m.insert(
+                "regret_ms".into(),
+                r.regret_ms.map_or(Value::Null, Value::from),
+            );
             m
         })
         .collect();
@@ -469,7 +475,11 @@ mod tests {
             .find(|s| s.label.starts_with("offline-optimal bound"))
             .expect("the bound is drawn");
         assert_eq!(line.points, vec![(20.0, 20.0), (30.0, 10.0), (80.0, 0.0)]);
-        assert!(figure.data().contains("offline-optimal bound (at the starved share)"));
+        assert!(
+            figure
+                .data()
+                .contains("offline-optimal bound (at the starved share)")
+        );
     }
 
     #[test]

@@ -514,7 +514,12 @@ fn playout_rows_carry_the_bound_and_the_regret_computed_by_hand() {
         .iter()
         .map(|r| {
             let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
-            (f("mean_delay_ms"), f("bound_ms"), f("window_bound_ms"), f("regret_ms"))
+            (
+                f("mean_delay_ms"),
+                f("bound_ms"),
+                f("window_bound_ms"),
+                f("regret_ms"),
+            )
         })
         .collect();
     assert_eq!(
