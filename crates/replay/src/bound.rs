@@ -111,7 +111,10 @@ impl Segments {
                 hi = mid - 1;
             }
         }
-        let limit = lo;
+        // One frame per segment: each segment's cost is linear in k (its need, then 0), so the
+        // relaxation below is exact and the programme is not needed.
+        let singles = sorted.iter().all(|s| s.len() == 1);
+        let limit = if singles { 0 } else { lo };
         let mut dp = vec![0.0f64; limit + 1];
         for s in &sorted {
             let mut next = vec![f64::INFINITY; limit + 1];
@@ -161,6 +164,7 @@ impl Segments {
             exact: dp,
             start,
             pieces,
+            hull_exact: singles,
         }
     }
 }
@@ -176,6 +180,8 @@ pub struct Curve {
     start: f64,
     /// (saving per starved frame, frames) of every hull piece, by decreasing saving.
     pieces: Vec<(f64, usize)>,
+    /// The relaxation is exact at every budget (one frame per segment).
+    hull_exact: bool,
 }
 
 impl Curve {
@@ -186,7 +192,11 @@ impl Curve {
 
     /// The largest budget whose value is exact (beyond: the relaxation).
     pub fn exact_up_to(&self) -> usize {
-        self.exact.len().saturating_sub(1)
+        if self.hull_exact {
+            self.frames
+        } else {
+            self.exact.len().saturating_sub(1)
+        }
     }
 
     /// The least total delay (ms summed over frames) with at most `budget` starved frames.
@@ -403,6 +413,17 @@ mod tests {
                         .collect()
                 })
                 .collect();
+            // Every fourth case one frame per segment (the any-policy bound, no programme).
+            let segments: Vec<Vec<f64>> = if case % 4 == 3 {
+                segments
+                    .into_iter()
+                    .flatten()
+                    .take(8)
+                    .map(|n| vec![n])
+                    .collect()
+            } else {
+                segments
+            };
             let curve = Segments {
                 needs: segments.clone(),
             }
@@ -492,5 +513,63 @@ mod tests {
         // A budget of the five spike frames: back to 20 ms everywhere, within a grid step.
         let spent = stretch(std::slice::from_ref(&path), 5, 0.5, 1.0).unwrap();
         assert!((19.0 - 1e-6..=20.0 + 1e-6).contains(&spent), "{spent}");
+    }
+
+    /// The stretch bound against every integer-millisecond path on small traces: never above
+    /// the best path (the paths are policies within the limit), and with no budget (where the
+    /// dual is exact) at most one grid step per frame below it: the documented
+    /// discretisation error.
+    #[test]
+    fn the_stretch_bound_against_brute_force_paths() {
+        let mut rng = jitterlab_capture::rng::Rng::new(1998);
+        for case in 0..40 {
+            let n = 2 + case % 3;
+            let path: Vec<(Nanos, f64)> = (0..n)
+                .map(|k| (ms(10 * k as i64), (rng.next_u64() % 9) as f64))
+                .collect();
+            // 20 % of 10 ms: 2 ms per frame.
+            let rate = 0.2;
+            let best = |budget: usize| -> f64 {
+                let mut best = f64::INFINITY;
+                let mut d = vec![0i64; n];
+                loop {
+                    let ok = d.windows(2).all(|w| (w[1] - w[0]).abs() <= 2);
+                    let starved = d
+                        .iter()
+                        .zip(&path)
+                        .filter(|(d, f)| (**d as f64) < f.1)
+                        .count();
+                    if ok && starved <= budget {
+                        best = best.min(d.iter().sum::<i64>() as f64 / n as f64);
+                    }
+                    let mut i = 0;
+                    loop {
+                        if i == n {
+                            return best;
+                        }
+                        d[i] += 1;
+                        if d[i] <= 9 {
+                            break;
+                        }
+                        d[i] = 0;
+                        i += 1;
+                    }
+                }
+            };
+            for budget in 0..=n {
+                let exact = best(budget);
+                let bound = stretch(std::slice::from_ref(&path), budget, rate, 1.0).unwrap();
+                assert!(
+                    bound <= exact + 1e-9,
+                    "case {case} budget {budget}: {bound} > {exact}"
+                );
+                if budget == 0 {
+                    assert!(
+                        bound >= exact - 1.0 - 1e-9,
+                        "case {case}: {bound} vs {exact}"
+                    );
+                }
+            }
+        }
     }
 }
