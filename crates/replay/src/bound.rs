@@ -204,6 +204,10 @@ impl Curve {
         if let Some(&v) = self.exact.get(budget) {
             return v;
         }
+        if budget >= self.frames {
+            // Everything starved at no delay (exactly, not up to the sum's rounding).
+            return 0.0;
+        }
         let (mut total, mut left) = (self.start, budget as f64);
         for &(saving, len) in &self.pieces {
             let take = left.min(len as f64);
