@@ -23,9 +23,11 @@
 //!   starved only when a whole step below its need), so the result stays a lower bound; it is
 //!   low by at most one grid step plus the duality gap.
 //!
-//! The bound is a floor, not a policy: no built-in policy can go below it except by the
-//! documented slack (frames counted differently at the ends of a trace, the held frame's
-//! delay counted as the policy's delay). See `docs/bound.md`.
+//! With one frame per segment ([`Segments::windows`] with a zero window) the first is the
+//! bound for any policy at all, the one sweep rows' `bound_ms` and `regret_ms` use; rows also
+//! carry the one-second window bound (`window_bound_ms`). The bound is a floor, not a policy:
+//! no built-in policy goes below the any-policy bound except by the documented slack (frames
+//! counted differently at the ends of a trace). See `docs/bound.md`.
 
 use jitterlab_capture::Nanos;
 
