@@ -35,6 +35,7 @@
 //! ```
 
 pub(crate) mod adapt;
+pub mod bound;
 pub mod buffer;
 pub mod clock;
 pub mod decision;

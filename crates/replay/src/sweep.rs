@@ -18,6 +18,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 
 use crate::Error;
+use crate::bound::{Curve, DEFAULT_WINDOW, Segments, starved_share};
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
 use crate::playout::{PlayoutMetrics, PlayoutReport, PlayoutStream, QualityOptions};
@@ -119,6 +120,108 @@ pub struct Row {
     pub summary: Summary,
     /// The playout's figures over every stream of the trace, in playout mode.
     pub playout: Option<PlayoutReport>,
+    /// The offline-optimal bound at this row's starved share (snapshot: held, extrapolated
+    /// and empty frames; playout: late slots), ms: the least mean delay any policy at all
+    /// could reach on the trace with that share, its delay free to change at every frame
+    /// ([`crate::bound`]). No configuration goes below it.
+    pub bound_ms: Option<f64>,
+    /// The least mean delay at the same share for a policy whose delay changes only between
+    /// [`crate::bound::DEFAULT_WINDOW`] windows (Moon, Kurose and Towsley's per-talkspurt
+    /// class), ms: a tighter floor for that class, which policies that adapt within a window
+    /// can go below.
+    pub window_bound_ms: Option<f64>,
+    /// The row's mean delay minus [`Row::bound_ms`], ms: how far the configuration is from
+    /// the best possible at its own share.
+    pub regret_ms: Option<f64>,
+}
+
+impl Row {
+    /// Sets [`Row::bound_ms`] and [`Row::window_bound_ms`] from the trace's bounds, and
+    /// [`Row::regret_ms`] from the first and the row's mean delay.
+    pub fn with_bound(mut self, bounds: &Bounds) -> Self {
+        let (share, delay) = match &self.playout {
+            Some(p) => (p.summary.late_ratio, p.mean_delay_ms),
+            None => (starved_share(&self.summary), self.summary.mean_delay_ms),
+        };
+        self.bound_ms = bounds.any.at_share(share);
+        self.window_bound_ms = bounds.window.at_share(share);
+        self.regret_ms = delay.zip(self.bound_ms).map(|(d, b)| d - b);
+        self
+    }
+}
+
+/// One trace's bounds, for every share.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bounds {
+    /// Any policy: the delay free at every frame ([`Row::bound_ms`]).
+    pub any: Curve,
+    /// The delay constant within [`DEFAULT_WINDOW`] windows ([`Row::window_bound_ms`]).
+    pub window: Curve,
+}
+
+impl Bounds {
+    /// Both bounds over every stream's `(local time, need ms)` frames.
+    pub fn of(streams: &[Vec<(jitterlab_capture::Nanos, f64)>]) -> Self {
+        let (mut any, mut window) = (Segments::default(), Segments::default());
+        for frames in streams {
+            any.extend(Segments::windows(frames, jitterlab_capture::Nanos::ZERO));
+            window.extend(Segments::windows(frames, DEFAULT_WINDOW));
+        }
+        Self {
+            any: any.curve(),
+            window: window.curve(),
+        }
+    }
+}
+
+/// The bounds of one snapshot trace (every stream's frames, from first to last arrival),
+/// over its frame plans.
+fn snapshot_curve(trace: &SweepTrace<'_>, plans: &[FramePlan]) -> Bounds {
+    let frames: Vec<Vec<(jitterlab_capture::Nanos, f64)>> = trace
+        .streams
+        .iter()
+        .zip(plans)
+        .map(|(stream, plan)| plan.needs_ms(stream))
+        .collect();
+    Bounds::of(&frames)
+}
+
+/// The bounds of one playout trace: every slot's network delay (zero for a slot that never
+/// arrived: no delay saves it), its windows by send time.
+pub fn playout_curve(trace: &PlayoutTrace<'_>) -> Bounds {
+    let mut all = Vec::new();
+    for stream in &trace.streams {
+        let frames: Vec<(jitterlab_capture::Nanos, f64)> = stream
+            .slots()
+            .iter()
+            .map(|s| {
+                let need = s.arrival.map_or(0.0, |a| {
+                    (a + stream.offset - s.send).as_nanos() as f64 * 1e-6
+                });
+                (s.send, need)
+            })
+            .collect();
+        all.push(frames);
+    }
+    Bounds::of(&all)
+}
+
+/// The bounds of one snapshot trace under `frames` and `clock` (what [`run`] attaches to
+/// its rows), for callers that want to draw them.
+///
+/// # Errors
+/// An invalid frame clock.
+pub fn snapshot_bound(
+    trace: &SweepTrace<'_>,
+    frames: &FrameClock,
+    clock: ClockMapping,
+) -> Result<Bounds, Error> {
+    let plans: Vec<FramePlan> = trace
+        .streams
+        .iter()
+        .map(|s| FramePlan::new(s, frames, clock, jitterlab_capture::Nanos::ZERO))
+        .collect::<Result<_, Error>>()?;
+    Ok(snapshot_curve(trace, &plans))
 }
 
 /// Runs every (trace, configuration) pair in `shard` on the current rayon pool, calling
@@ -164,6 +267,17 @@ pub fn run(
                 .collect()
         })
         .collect::<Result<_, Error>>()?;
+    // The best possible on each trace, computed once for all its rows.
+    let curves: Vec<Bounds> = (0..traces.len())
+        .into_par_iter()
+        .map(|t| {
+            if configs[t].is_empty() {
+                Bounds::default()
+            } else {
+                snapshot_curve(&traces[t], &plans[t])
+            }
+        })
+        .collect();
     // Work units: a trace and a few of its configurations, replayed side by side in one pass
     // (`replay_planned_batch`), in as many units as keep every thread busy to the end.
     let threads = rayon::current_num_threads().max(1);
@@ -197,7 +311,11 @@ pub fn run(
                         config,
                         summary: total.summary(),
                         playout: None,
+                        bound_ms: None,
+                        window_bound_ms: None,
+                        regret_ms: None,
                     }
+                    .with_bound(&curves[t])
                 })
                 .collect())
         })
@@ -235,6 +353,7 @@ pub fn run_playout(
                 .collect()
         })
         .collect();
+    let curves: Vec<Bounds> = traces.par_iter().map(playout_curve).collect();
     let pairs: Vec<(usize, usize)> = (0..traces.len())
         .flat_map(|t| (0..policies.len()).map(move |c| (t, c)))
         .filter(|&(t, c)| shard.contains(t * policies.len() + c))
@@ -255,7 +374,11 @@ pub fn run_playout(
                 config,
                 summary: Summary::default(),
                 playout: Some(total.report()),
-            })
+                bound_ms: None,
+                window_bound_ms: None,
+                regret_ms: None,
+            }
+            .with_bound(&curves[t]))
         })
         .collect()
 }

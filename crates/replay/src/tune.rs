@@ -134,6 +134,9 @@ pub struct Worst {
     pub concealment_ratio: f64,
     /// Playout mode: lowest MOS (`None` if some trace has none).
     pub mos: Option<f64>,
+    /// Largest regret over the traces, ms: mean delay minus the offline-optimal bound at the
+    /// trace's starved or late share ([`Row::regret_ms`]; `None` if some trace has none).
+    pub regret_ms: Option<f64>,
 }
 
 impl Worst {
@@ -259,6 +262,7 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
                 late_ratio: p.summary.late_ratio,
                 concealment_ratio: p.summary.concealment_ratio,
                 mos: p.mos(),
+                regret_ms: row.regret_ms,
             },
             None => {
                 let s = &row.summary;
@@ -267,6 +271,7 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
                     mean_delay_ms: s.mean_delay_ms,
                     p99_delay_ms: s.p99_delay_ms,
                     p99_error: s.p99_error,
+                    regret_ms: row.regret_ms,
                     ..Worst::default()
                 }
             }
@@ -281,6 +286,7 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
                 late_ratio: w.late_ratio.max(this.late_ratio),
                 concealment_ratio: w.concealment_ratio.max(this.concealment_ratio),
                 mos: min_opt(w.mos, this.mos),
+                regret_ms: max_opt(w.regret_ms, this.regret_ms),
             },
         });
     }
@@ -429,6 +435,9 @@ mod tests {
                 ..Summary::default()
             },
             playout: None,
+            bound_ms: None,
+            window_bound_ms: None,
+            regret_ms: None,
         }
     }
 

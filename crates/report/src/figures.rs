@@ -619,6 +619,21 @@ pub fn pareto_figure(sweep: &SweepPoints) -> Figure {
             points: frontier,
         });
     }
+    if !sweep.bound.is_empty() {
+        // The best possible: no policy whose delay changes only between one-second windows
+        // could sit left of this line (`docs/bound.md`).
+        let mut points = sweep.bound.clone();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        series.push(Series {
+            label: format!(
+                "offline-optimal bound (at the {} share)",
+                if sweep.playout { "late" } else { "starved" }
+            ),
+            color: 6,
+            style: Style::Line,
+            points,
+        });
+    }
     let mut note = None;
     if let Some(p) = sweep.recommendation.and_then(|i| sweep.points.get(i))
         && let Some(d) = p.worst_delay

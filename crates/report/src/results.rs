@@ -64,10 +64,24 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 }),
                 None => serde_json::to_value(&r.summary),
             };
-            match value {
+            let mut m = match value {
                 Ok(Value::Object(m)) => m,
                 _ => Map::new(),
-            }
+            };
+            // The offline-optimal bound at the row's share and the distance to it.
+            m.insert(
+                "bound_ms".into(),
+                r.bound_ms.map_or(Value::Null, Value::from),
+            );
+            m.insert(
+                "window_bound_ms".into(),
+                r.window_bound_ms.map_or(Value::Null, Value::from),
+            );
+            m.insert(
+                "regret_ms".into(),
+                r.regret_ms.map_or(Value::Null, Value::from),
+            );
+            m
         })
         .collect();
     // Every key any row has, in first-seen order (playout rows' groups differ by media).
@@ -396,6 +410,9 @@ mod tests {
                     ..Summary::default()
                 },
                 playout: None,
+                bound_ms: (i != 3).then_some(40.25 + i as f64),
+                window_bound_ms: (i != 3).then_some(45.5),
+                regret_ms: (i != 3).then_some(10.25),
             })
             .collect();
         let names = vec!["a.jtr".to_owned(), "b, c.jtr".to_owned()];
@@ -408,6 +425,61 @@ mod tests {
             assert_eq!(table.policies, policies, "{ext}");
             assert_eq!(table.rows, rows, "{ext}");
         }
+    }
+
+    /// The bound line: per share, the largest over the traces of each trace's bound at the
+    /// nearest sampled share at or above it; the Pareto figure draws it with its legend.
+    #[test]
+    fn the_bound_line_is_a_floor_over_traces_and_the_figure_draws_it() {
+        let policies: Vec<Policy> = ["fixed:delay=50ms", "fixed:delay=100ms"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        // Trace 0: 10 % starved → bound 30, 0 % → 60; trace 1: 20 % → 20, 0 % → 80.
+        let row = |trace, config, holds: u64, bound: f64| Row {
+            trace,
+            config,
+            summary: Summary {
+                frames: 100,
+                holds,
+                hold_ratio: holds as f64 / 100.0,
+                mean_delay_ms: Some(bound + 5.0),
+                ..Summary::default()
+            },
+            playout: None,
+            bound_ms: Some(bound),
+            window_bound_ms: Some(bound + 1.0),
+            regret_ms: Some(5.0),
+        };
+        let rows = vec![
+            row(0, 0, 10, 30.0),
+            row(0, 1, 0, 60.0),
+            row(1, 0, 20, 20.0),
+            row(1, 1, 0, 80.0),
+        ];
+        let tuning = jitterlab_replay::tune::tune(
+            &rows,
+            &policies,
+            &jitterlab_replay::tune::Constraints::default(),
+        );
+        let points = SweepPoints::new(&policies, &tuning, rows.len()).with_bound(&rows);
+        // At 0 %: max(60, 80); at 10 %: max(30, trace 1's 20 % sample 20); at 20 %: trace 0
+        // has no sample that far, trace 1's 20.
+        assert_eq!(points.bound, vec![(80.0, 0.0), (30.0, 10.0), (20.0, 20.0)]);
+        // Without rows carrying a bound, no line.
+        assert!(SweepPoints::new(&policies, &tuning, 0).bound.is_empty());
+        let figure = crate::figures::pareto_figure(&points);
+        let series = &figure.panels[0].series;
+        let line = series
+            .iter()
+            .find(|s| s.label.starts_with("offline-optimal bound"))
+            .expect("the bound is drawn");
+        assert_eq!(line.points, vec![(20.0, 20.0), (30.0, 10.0), (80.0, 0.0)]);
+        assert!(
+            figure
+                .data()
+                .contains("offline-optimal bound (at the starved share)")
+        );
     }
 
     #[test]
@@ -427,6 +499,9 @@ mod tests {
                     ..Summary::default()
                 },
                 playout: None,
+                bound_ms: None,
+                window_bound_ms: None,
+                regret_ms: None,
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();
@@ -509,6 +584,10 @@ pub struct SweepPoints {
     pub recommendation: Option<usize>,
     /// The sweep played discrete frames: the frontier trades concealment, not holds.
     pub playout: bool,
+    /// The offline-optimal bound under the frontier ([`SweepPoints::with_bound`]): (mean
+    /// delay in ms, share in %) by increasing share, the largest over the traces of each
+    /// trace's bound; empty when no row carries one.
+    pub bound: Vec<(f64, f64)>,
 }
 
 impl SweepPoints {
@@ -555,8 +634,67 @@ impl SweepPoints {
                 .collect(),
             recommendation: tuning.recommendation.and_then(point_of),
             playout,
+            bound: Vec::new(),
         }
     }
+
+    /// These points with the bound line drawn under their frontier, from the rows'
+    /// [`Row::bound_ms`] (each row gives one point of its trace's bound, at its starved or
+    /// late share). At each share the line is the largest over the traces of the trace's
+    /// bound at the nearest sampled share at or above it: as the bound never rises with the
+    /// share, that stays a floor under every configuration's worst-trace delay.
+    pub fn with_bound(mut self, rows: &[Row]) -> Self {
+        self.bound = bound_line(rows);
+        self
+    }
+}
+
+/// The share a row's bound was taken at: late slots in playout mode, starved frames
+/// (held, extrapolated, empty) in snapshot mode.
+pub fn bound_share(row: &Row) -> f64 {
+    match &row.playout {
+        Some(p) => p.summary.late_ratio,
+        None => jitterlab_replay::bound::starved_share(&row.summary),
+    }
+}
+
+/// See [`SweepPoints::with_bound`].
+fn bound_line(rows: &[Row]) -> Vec<(f64, f64)> {
+    let traces = rows.iter().map(|r| r.trace + 1).max().unwrap_or(0);
+    // Per trace: (share, bound) samples by increasing share.
+    let mut samples: Vec<Vec<(f64, f64)>> = vec![Vec::new(); traces];
+    for r in rows {
+        if let Some(b) = r.bound_ms {
+            let share = bound_share(r);
+            if share.is_finite() && b.is_finite() {
+                samples[r.trace].push((share, b));
+            }
+        }
+    }
+    for s in &mut samples {
+        s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let mut shares: Vec<f64> = samples.iter().flatten().map(|s| s.0).collect();
+    shares.sort_by(f64::total_cmp);
+    shares.dedup();
+    shares
+        .into_iter()
+        .map(|share| {
+            let floor = samples
+                .iter()
+                .filter_map(|s| {
+                    let i = s.partition_point(|p| p.0 < share);
+                    // Samples at one share agree; the smallest is the safe floor.
+                    s[i..]
+                        .iter()
+                        .take_while(|p| p.0 == s[i].0)
+                        .map(|p| p.1)
+                        .reduce(f64::min)
+                })
+                .fold(0.0f64, f64::max);
+            (floor, 100.0 * share)
+        })
+        .collect()
 }
 
 /// A sweep's results read back: the traces by name, the configurations and the rows, typed
@@ -712,11 +850,15 @@ pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
                 .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
             (summary, None)
         };
+        let number = |key: &str| row.get(key).and_then(Value::as_f64);
         table.rows.push(Row {
             trace,
             config,
             summary,
             playout,
+            bound_ms: number("bound_ms"),
+            window_bound_ms: number("window_bound_ms"),
+            regret_ms: number("regret_ms"),
         });
     }
     // An index no row uses is never judged; any configuration holds its place.

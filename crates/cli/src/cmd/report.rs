@@ -108,6 +108,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 &tune(&t.rows, &t.policies, &constraints),
                 t.rows.len(),
             )
+            .with_bound(&t.rows)
         });
         let written = write_full_report(
             &args.output,
@@ -227,7 +228,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 &FrameClock::Fps(options.fps),
                 clock,
             )?,
-            SweepPoints::new(&table.policies, &tuning, table.rows.len()),
+            SweepPoints::new(&table.policies, &tuning, table.rows.len()).with_bound(&table.rows),
         ),
         Mode::Playout => (
             play_policies(
@@ -237,7 +238,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 clock,
                 args.quality.options()?,
             )?,
-            SweepPoints::playout(&table.policies, &tuning, table.rows.len()),
+            SweepPoints::playout(&table.policies, &tuning, table.rows.len())
+                .with_bound(&table.rows),
         ),
     };
     let recommended_text = recommended.as_ref().map(Policy::to_string);

@@ -43,14 +43,14 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
     let per_trace: Vec<Value> = rows
         .iter()
         .filter(|r| r.config == c.config)
-        .map(|r| json!({"trace": names[r.trace], "metrics": r.summary}))
+        .map(|r| json!({"trace": names[r.trace], "metrics": r.summary, "bound_ms": r.bound_ms, "regret_ms": r.regret_ms}))
         .collect();
     let playout = rows.iter().any(|r| r.playout.is_some());
     if playout {
         let per_trace: Vec<Value> = rows
             .iter()
             .filter(|r| r.config == c.config)
-            .map(|r| json!({"trace": names[r.trace], "metrics": r.playout}))
+            .map(|r| json!({"trace": names[r.trace], "metrics": r.playout, "bound_ms": r.bound_ms, "regret_ms": r.regret_ms}))
             .collect();
         return json!({
             "worst_late_ratio": c.worst.late_ratio,
@@ -58,6 +58,7 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
             "worst_mean_delay_ms": c.worst.mean_delay_ms,
             "worst_p99_delay_ms": c.worst.p99_delay_ms,
             "worst_mos": c.worst.mos,
+            "worst_regret_ms": c.worst.regret_ms,
             "traces": per_trace,
         });
     }
@@ -66,6 +67,7 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
         "worst_mean_delay_ms": c.worst.mean_delay_ms,
         "worst_p99_delay_ms": c.worst.p99_delay_ms,
         "worst_p99_error": c.worst.p99_error,
+        "worst_regret_ms": c.worst.regret_ms,
         "traces": per_trace,
     })
 }
@@ -139,7 +141,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         let points = match mode {
             Mode::Snapshot => SweepPoints::new(&policies, &t, rows.len()),
             Mode::Playout => SweepPoints::playout(&policies, &t, rows.len()),
-        };
+        }
+        .with_bound(&rows);
         let why = match mode {
             Mode::Snapshot => constraints.rule(policies.len()),
             Mode::Playout => constraints.playout_rule(policies.len()),
@@ -254,6 +257,12 @@ fn print_verdicts(
         Some(rec) => {
             writeln!(out, "\nRecommendation (worst trace: {}):", (v.line)(rec))?;
             writeln!(out, "  {}--policy {}", v.flag, policies[rec.config])?;
+            if let Some(r) = rec.worst.regret_ms {
+                writeln!(
+                    out,
+                    "  regret: {r:.1} ms above the offline-optimal bound at its share (worst trace)"
+                )?;
+            }
         }
         None => writeln!(out, "\nNo configuration meets the limits on every trace.")?,
     }

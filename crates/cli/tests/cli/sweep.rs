@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use jitterlab_capture::testdata::shared_data;
 use serde_json::Value;
 
-use crate::util::{fixtures, jitterlab, json};
+use crate::util::{fixtures, import, jitterlab, json};
 
 fn demo() -> PathBuf {
     fixtures().join("traces/demo-wifi-20hz.jtr")
@@ -486,4 +486,98 @@ fn sweep_grid_syntax_errors_point_at_the_line_and_column() {
         "{err}"
     );
     assert!(!out.exists());
+}
+
+/// The offline-optimal bound by hand (docs/bound.md): C21's five slots have network delays
+/// 0, 15, −10, 10 and −5 ms (needs 0, 15, 0, 10, 0). Any policy with nothing late needs a
+/// mean of 25 / 5 = 5 ms; with one late slot (20 %) the 15 goes: 2 ms. Constant over the
+/// one-second window: 15 ms, and 10 ms with one late. A fixed 10 ms buffer (one late) and a
+/// fixed 15 ms one (none late) sit on the window bound.
+#[test]
+fn playout_rows_carry_the_bound_and_the_regret_computed_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = import(dir.path(), &fixtures().join("contracts/c21_playout.csv"));
+    let trace = trace.to_str().unwrap();
+    let rows = sweep_json(
+        dir.path(),
+        "rows.json",
+        &[
+            trace,
+            "--playout",
+            "--clock",
+            "offset=0",
+            "--sweep",
+            "fixed:delay=10ms|15ms|60ms",
+        ],
+    );
+    let got: Vec<(f64, f64, f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+            (
+                f("mean_delay_ms"),
+                f("bound_ms"),
+                f("window_bound_ms"),
+                f("regret_ms"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (10.0, 2.0, 10.0, 8.0),
+            (15.0, 5.0, 15.0, 10.0),
+            (60.0, 5.0, 15.0, 55.0)
+        ]
+    );
+}
+
+/// Snapshot rows and `tune` carry the regret: the row's mean delay less the bound, never
+/// negative; tune prints the recommendation's and gives it in JSON.
+#[test]
+fn snapshot_rows_and_tune_carry_the_regret() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = demo();
+    let rows = sweep_json(
+        dir.path(),
+        "rows.json",
+        &[
+            demo.to_str().unwrap(),
+            "--sweep",
+            "fixed:delay=0ms..200ms/20ms",
+            "--sweep",
+            "jitter:k=1|3",
+        ],
+    );
+    assert_eq!(rows.len(), 13);
+    for r in &rows {
+        let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+        let (delay, bound, window, regret) = (
+            f("mean_delay_ms"),
+            f("bound_ms"),
+            f("window_bound_ms"),
+            f("regret_ms"),
+        );
+        assert!((regret - (delay - bound)).abs() < 1e-9, "{r}");
+        assert!(regret >= 0.0 && window >= bound - 1e-9, "{r}");
+    }
+    let doc = json(&["tune".as_ref(), "--json".as_ref(), "-q".as_ref()]);
+    let metrics = &doc["recommendation"]["metrics"];
+    let worst = metrics["worst_regret_ms"].as_f64().unwrap();
+    let per_trace: Vec<f64> = metrics["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["regret_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(per_trace.iter().copied().reduce(f64::max), Some(worst));
+    assert!(worst >= 0.0);
+    let out = jitterlab().arg("tune").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "regret: {worst:.1} ms above the offline-optimal bound"
+        )),
+        "{text}"
+    );
 }

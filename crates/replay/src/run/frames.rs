@@ -393,3 +393,30 @@ impl FrameSource for PlannedFrames<'_> {
         self.offset
     }
 }
+
+impl FramePlan {
+    /// For each planned frame from the first arrival to the last (`(local time, ms)`), the
+    /// least display delay at which it could interpolate: its sender-clock time less the
+    /// newest send time arrived by then, at least zero. What [`crate::bound`] optimises over.
+    pub(crate) fn needs_ms(&self, prepared: &Prepared<'_>) -> Vec<(Nanos, f64)> {
+        let arrivals = &prepared.arrivals;
+        let mut out = Vec::with_capacity(self.times.len());
+        let (mut next, mut newest) = (0, None::<Nanos>);
+        for &(at, offset) in &self.times {
+            if at > self.span.1 {
+                break;
+            }
+            while let Some(a) = arrivals.get(next)
+                && a.at <= at
+            {
+                newest = Some(newest.map_or(a.packet.send, |n: Nanos| n.max(a.packet.send)));
+                next += 1;
+            }
+            if let Some(n) = newest {
+                let need = (at + offset - n).as_nanos() as f64 * 1e-6;
+                out.push((at, need.max(0.0)));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,581 @@
+//! The best possible: an offline-optimal lower bound on the mean display delay.
+//!
+//! In the spirit of Moon, Kurose and Towsley (Multimedia Systems 6, 1998), who bounded the
+//! minimum average playout delay for a given number of late losses with an offline
+//! algorithm that sees the whole trace: every frame (snapshot mode) or slot (playout mode) has
+//! a **need**, the least delay at which it is not starved (snapshot: the frame's sender-clock
+//! time less the newest send time arrived by then, the delay below which it cannot
+//! interpolate; playout: the slot's network delay, arrival less send after the clock mapping).
+//! A policy shows a frame at its delay `d`; the frame is starved (held, extrapolated, empty,
+//! or late) when `d` is below its need. Given a budget of starved frames, the bound is the
+//! least mean `d` any policy could reach when its delay
+//!
+//! - is constant within each **segment** (N-second windows, or talkspurts, cut by the
+//!   caller) and changes only between segments: [`Segments`], exact. Per segment the only
+//!   useful delays are its sorted needs (starving its `k` largest needs costs `n · need(k+1)`),
+//!   and the allocation of the budget over segments is a knapsack solved exactly by dynamic
+//!   programming over the budget ([`Segments::curve`]); beyond [`EXACT_WORK`] steps the
+//!   larger budgets come from the Lagrangian (convex-hull) relaxation instead, which is a
+//!   valid but looser lower bound ([`Curve::exact_up_to`] says where the switch is);
+//! - or changes at most `rate · Δt` between consecutive frames (C18's stretch limit):
+//!   [`stretch`], a Lagrangian dual over a delay grid. The grid is a relaxation (a frame's
+//!   delay counts at the grid point below it, a move may be one grid step longer, a frame is
+//!   starved only when a whole step below its need), so the result stays a lower bound; it is
+//!   low by at most one grid step plus the duality gap.
+//!
+//! With one frame per segment ([`Segments::windows`] with a zero window) the first is the
+//! bound for any policy at all, the one sweep rows' `bound_ms` and `regret_ms` use; rows also
+//! carry the one-second window bound (`window_bound_ms`). The bound is a floor, not a policy:
+//! no built-in policy goes below the any-policy bound except by the documented slack (frames
+//! counted differently at the ends of a trace). See `docs/bound.md`.
+
+use jitterlab_capture::Nanos;
+
+/// Budget-times-frame steps the exact dynamic programme may take before larger budgets fall
+/// back to the Lagrangian relaxation (about a second of work).
+pub const EXACT_WORK: u64 = 200_000_000;
+
+/// The default segment length for the per-window bound rows and `tune` compare against.
+pub const DEFAULT_WINDOW: Nanos = Nanos::from_millis(1000);
+
+/// Frames grouped into segments of constant delay: each segment's needs, ms.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Segments {
+    /// Each segment's needs in ms (any order; negative needs count as zero).
+    pub needs: Vec<Vec<f64>>,
+}
+
+impl Segments {
+    /// Cuts `frames` (local time, need in ms), in time order, into windows of `window`
+    /// starting at the first frame; a non-positive window makes one segment per frame.
+    pub fn windows(frames: &[(Nanos, f64)], window: Nanos) -> Self {
+        let mut needs: Vec<Vec<f64>> = Vec::new();
+        let Some(&(first, _)) = frames.first() else {
+            return Self { needs };
+        };
+        let w = window.as_nanos();
+        let mut current = None;
+        for (i, &(at, need)) in frames.iter().enumerate() {
+            let k = if w > 0 {
+                (at - first).as_nanos().div_euclid(w)
+            } else {
+                i as i64
+            };
+            if current != Some(k) {
+                needs.push(Vec::new());
+                current = Some(k);
+            }
+            if let Some(last) = needs.last_mut() {
+                last.push(need);
+            }
+        }
+        Self { needs }
+    }
+
+    /// Adds another stream's segments (the budget is shared over all of them).
+    pub fn extend(&mut self, other: Self) {
+        self.needs.extend(other.needs);
+    }
+
+    /// How many frames.
+    pub fn frames(&self) -> usize {
+        self.needs.iter().map(Vec::len).sum()
+    }
+
+    /// The bound for every budget (see the module documentation).
+    pub fn curve(&self) -> Curve {
+        let sorted: Vec<Vec<f64>> = self
+            .needs
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let mut s: Vec<f64> = s.iter().map(|n| n.max(0.0)).collect();
+                s.sort_by(|a, b| b.total_cmp(a));
+                s
+            })
+            .collect();
+        let frames: usize = sorted.iter().map(Vec::len).sum();
+        // Cost of segment `s` with `k` starved: its size times its (k+1)-th largest need.
+        let cost = |s: &[f64], k: usize| s.get(k).map_or(0.0, |&n| n * s.len() as f64);
+        // The largest budget the exact programme covers within EXACT_WORK.
+        let work = |b: usize| -> u64 {
+            sorted
+                .iter()
+                .map(|s| (s.len().min(b) as u64 + 1) * (b as u64 + 1))
+                .sum()
+        };
+        let (mut lo, mut hi) = (0usize, frames);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if work(mid) <= EXACT_WORK {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        // One frame per segment: each segment's cost is linear in k (its need, then 0), so the
+        // relaxation below is exact and the programme is not needed.
+        let singles = sorted.iter().all(|s| s.len() == 1);
+        let limit = if singles { 0 } else { lo };
+        let mut dp = vec![0.0f64; limit + 1];
+        for s in &sorted {
+            let mut next = vec![f64::INFINITY; limit + 1];
+            for (b, slot) in next.iter_mut().enumerate() {
+                for k in 0..=b.min(s.len()) {
+                    let v = dp[b - k] + cost(s, k);
+                    if v < *slot {
+                        *slot = v;
+                    }
+                }
+            }
+            dp = next;
+        }
+        // "At most b starved": never worse with a larger budget.
+        for b in 1..dp.len() {
+            dp[b] = dp[b].min(dp[b - 1]);
+        }
+        // The relaxation for budgets beyond: every segment's lower convex hull of
+        // (k, cost), its pieces taken by decreasing saving per starved frame.
+        let mut pieces: Vec<(f64, usize)> = Vec::new();
+        let mut start = 0.0;
+        for s in &sorted {
+            let points: Vec<(usize, f64)> = (0..=s.len()).map(|k| (k, cost(s, k))).collect();
+            start += points[0].1;
+            let mut hull: Vec<(usize, f64)> = Vec::new();
+            for p in points {
+                while hull.len() >= 2 {
+                    let (a, b) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+                    // Drop b when it lies on or above the segment a–p.
+                    let cross = (b.0 - a.0) as f64 * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0) as f64;
+                    if cross <= 0.0 {
+                        hull.pop();
+                    } else {
+                        break;
+                    }
+                }
+                hull.push(p);
+            }
+            for w in hull.windows(2) {
+                let len = w[1].0 - w[0].0;
+                pieces.push(((w[0].1 - w[1].1) / len as f64, len));
+            }
+        }
+        pieces.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Curve {
+            frames,
+            exact: dp,
+            start,
+            pieces,
+            hull_exact: singles,
+        }
+    }
+}
+
+/// The segment bound as a function of the budget: exact up to [`Curve::exact_up_to`],
+/// the Lagrangian relaxation beyond.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Curve {
+    frames: usize,
+    /// Least total delay (ms · frames) with at most `b` starved, per `b`.
+    exact: Vec<f64>,
+    /// Total delay with nothing starved.
+    start: f64,
+    /// (saving per starved frame, frames) of every hull piece, by decreasing saving.
+    pieces: Vec<(f64, usize)>,
+    /// The relaxation is exact at every budget (one frame per segment).
+    hull_exact: bool,
+}
+
+impl Curve {
+    /// Frames the bound covers.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// The largest budget whose value is exact (beyond: the relaxation).
+    pub fn exact_up_to(&self) -> usize {
+        if self.hull_exact {
+            self.frames
+        } else {
+            self.exact.len().saturating_sub(1)
+        }
+    }
+
+    /// The least total delay (ms summed over frames) with at most `budget` starved frames.
+    pub fn total(&self, budget: usize) -> f64 {
+        if let Some(&v) = self.exact.get(budget) {
+            return v;
+        }
+        if budget >= self.frames {
+            // Everything starved at no delay (exactly, not up to the sum's rounding).
+            return 0.0;
+        }
+        let (mut total, mut left) = (self.start, budget as f64);
+        for &(saving, len) in &self.pieces {
+            let take = left.min(len as f64);
+            total -= saving * take;
+            left -= take;
+            if left <= 0.0 {
+                break;
+            }
+        }
+        total.max(0.0)
+    }
+
+    /// The least mean delay (ms) with at most `budget` starved frames; `None` without frames.
+    pub fn mean(&self, budget: usize) -> Option<f64> {
+        (self.frames > 0).then(|| self.total(budget) / self.frames as f64)
+    }
+
+    /// The least mean delay (ms) when at most `share` (0..1) of the frames may be starved.
+    pub fn at_share(&self, share: f64) -> Option<f64> {
+        self.mean(budget_for(share, self.frames))
+    }
+}
+
+/// The starved frames a share of `frames` allows (rounded down, with a little slack for the
+/// ratio's rounding).
+pub fn budget_for(share: f64, frames: usize) -> usize {
+    if share.is_nan() || share <= 0.0 {
+        return 0;
+    }
+    ((share * frames as f64) + 1e-6).floor().min(frames as f64) as usize
+}
+
+/// The stretch-limited bound: the least mean delay (ms) with at most `budget` starved frames
+/// when the delay moves by at most `rate` (e.g. 0.05) times the time between consecutive
+/// frames, over a delay grid of `step_ms`. Each stream is a path of `(local time, need ms)`
+/// frames, in time order; the budget is shared. `None` without frames.
+pub fn stretch(
+    streams: &[Vec<(Nanos, f64)>],
+    budget: usize,
+    rate: f64,
+    step_ms: f64,
+) -> Option<f64> {
+    let frames: usize = streams.iter().map(Vec::len).sum();
+    if frames == 0 || step_ms <= 0.0 {
+        return None;
+    }
+    let top = streams.iter().flatten().map(|f| f.1).fold(0.0f64, f64::max);
+    let grid = (top / step_ms).ceil() as usize + 1;
+    // L(λ) = min over paths of Σ delay + λ·starved, and how many it starved.
+    let lagrangian = |lambda: f64| -> (f64, usize) {
+        let (mut total, mut starved) = (0.0, 0usize);
+        for path in streams {
+            let (v, s) = stretch_path(path, lambda, rate, step_ms, grid);
+            total += v;
+            starved += s;
+        }
+        (total, starved)
+    };
+    // Weak duality: for every λ ≥ 0, L(λ) − λ·budget is a lower bound. The dual is concave
+    // in λ: golden-section search, keeping the best value seen.
+    let dual = |lambda: f64| lagrangian(lambda).0 - lambda * budget as f64;
+    let mut best = dual(0.0);
+    let (mut a, mut b) = (0.0f64, top * (frames as f64).max(1.0) + step_ms);
+    let phi = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut c, mut d) = (b - phi * (b - a), a + phi * (b - a));
+    let (mut fc, mut fd) = (dual(c), dual(d));
+    for _ in 0..60 {
+        best = best.max(fc).max(fd);
+        if fc < fd {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + phi * (b - a);
+            fd = dual(d);
+        } else {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - phi * (b - a);
+            fc = dual(c);
+        }
+    }
+    best = best.max(fc).max(fd);
+    Some(best.max(0.0) / frames as f64)
+}
+
+/// One path's Lagrangian over the grid: (least Σ cost, starved frames on that path).
+fn stretch_path(
+    path: &[(Nanos, f64)],
+    lambda: f64,
+    rate: f64,
+    step_ms: f64,
+    grid: usize,
+) -> (f64, usize) {
+    if path.is_empty() {
+        return (0.0, 0);
+    }
+    // Per grid point: (cost so far, starved so far).
+    let frame_cost = |j: usize, need: f64| -> (f64, usize) {
+        let g = j as f64 * step_ms;
+        let starved = g + step_ms <= need;
+        (g + if starved { lambda } else { 0.0 }, usize::from(starved))
+    };
+    let mut prev: Vec<(f64, usize)> = (0..grid).map(|j| frame_cost(j, path[0].1)).collect();
+    let mut next = vec![(0.0, 0usize); grid];
+    for w in path.windows(2) {
+        let dt_ms = (w[1].0 - w[0].0).as_nanos().max(0) as f64 * 1e-6;
+        let reach = ((rate * dt_ms / step_ms).floor() as usize + 1).min(grid);
+        let window = sliding_min(&prev, reach);
+        for (j, slot) in next.iter_mut().enumerate() {
+            let (c, s) = frame_cost(j, w[1].1);
+            let (bc, bs) = window[j];
+            *slot = (bc + c, bs + s);
+        }
+        std::mem::swap(&mut prev, &mut next);
+    }
+    prev.into_iter()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((0.0, 0))
+}
+
+/// For each `j`, the least of `v[j - r ..= j + r]` (monotone deque).
+fn sliding_min(v: &[(f64, usize)], r: usize) -> Vec<(f64, usize)> {
+    let n = v.len();
+    let mut out = Vec::with_capacity(n);
+    let mut deque: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    let mut pushed = 0;
+    for j in 0..n {
+        while pushed < n && pushed <= j + r {
+            while deque.back().is_some_and(|&b| v[b].0 >= v[pushed].0) {
+                deque.pop_back();
+            }
+            deque.push_back(pushed);
+            pushed += 1;
+        }
+        while deque.front().is_some_and(|&f| f + r < j) {
+            deque.pop_front();
+        }
+        out.push(deque.front().map_or((f64::INFINITY, 0), |&f| v[f]));
+    }
+    out
+}
+
+/// The starved share of a snapshot row: held, extrapolated and empty frames over frames (a
+/// frame a policy extrapolates is as far from its need as a held one).
+pub fn starved_share(s: &crate::Summary) -> f64 {
+    if s.frames == 0 {
+        0.0
+    } else {
+        (s.holds + s.extrapolated + s.empty) as f64 / s.frames as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: i64) -> Nanos {
+        Nanos::from_millis(v)
+    }
+
+    /// Every per-segment choice among its needs (and zero), enumerated.
+    fn brute(segments: &[Vec<f64>], budget: usize) -> f64 {
+        let options: Vec<Vec<f64>> = segments
+            .iter()
+            .map(|s| {
+                let mut o: Vec<f64> = s.iter().map(|n| n.max(0.0)).collect();
+                o.push(0.0);
+                o
+            })
+            .collect();
+        let mut best = f64::INFINITY;
+        let mut pick = vec![0usize; segments.len()];
+        loop {
+            let (mut total, mut starved) = (0.0, 0);
+            for (s, (&p, opts)) in segments.iter().zip(pick.iter().zip(&options)) {
+                let d = opts[p];
+                total += d * s.len() as f64;
+                starved += s.iter().filter(|&&n| n > d).count();
+            }
+            if starved <= budget {
+                best = best.min(total);
+            }
+            let mut i = 0;
+            loop {
+                if i == pick.len() {
+                    return best;
+                }
+                pick[i] += 1;
+                if pick[i] < options[i].len() {
+                    break;
+                }
+                pick[i] = 0;
+                i += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn the_segment_bound_equals_brute_force() {
+        let mut rng = jitterlab_capture::rng::Rng::new(18);
+        for case in 0..300 {
+            let segments: Vec<Vec<f64>> = (0..1 + case % 4)
+                .map(|_| {
+                    (0..1 + (rng.next_u64() % 4) as usize)
+                        .map(|_| (rng.next_u64() % 60) as f64 - 5.0)
+                        .collect()
+                })
+                .collect();
+            // Every fourth case one frame per segment (the any-policy bound, no programme).
+            let segments: Vec<Vec<f64>> = if case % 4 == 3 {
+                segments
+                    .into_iter()
+                    .flatten()
+                    .take(8)
+                    .map(|n| vec![n])
+                    .collect()
+            } else {
+                segments
+            };
+            let curve = Segments {
+                needs: segments.clone(),
+            }
+            .curve();
+            let n = curve.frames();
+            assert_eq!(curve.exact_up_to(), n);
+            for budget in 0..=n {
+                let want = brute(&segments, budget);
+                assert!(
+                    (curve.total(budget) - want).abs() < 1e-9,
+                    "case {case} {segments:?} budget {budget}: {} vs {want}",
+                    curve.total(budget)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_worked_example() {
+        // Two segments: needs 10, 20, 90 and 30, 30. No budget: 3·90 + 2·30 = 330.
+        // One starved: the 90 (3·20 + 60 = 120). Two: still the best is 120 or 3·10+60=90.
+        let s = Segments {
+            needs: vec![vec![10.0, 20.0, 90.0], vec![30.0, 30.0]],
+        };
+        let c = s.curve();
+        assert_eq!(c.total(0), 330.0);
+        assert_eq!(c.total(1), 120.0);
+        assert_eq!(c.total(2), 90.0);
+        assert_eq!(c.mean(2), Some(18.0));
+        assert_eq!(c.total(5), 0.0);
+        assert_eq!(c.at_share(0.2), Some(24.0));
+    }
+
+    #[test]
+    fn the_relaxation_is_below_the_exact_value() {
+        let s = Segments {
+            needs: vec![vec![10.0, 20.0, 90.0], vec![30.0, 30.0], vec![5.0, 70.0]],
+        };
+        let c = s.curve();
+        let relaxed = Curve {
+            exact: vec![c.total(0)],
+            ..c.clone()
+        };
+        for b in 0..=c.frames() {
+            assert!(relaxed.total(b) <= c.total(b) + 1e-9, "budget {b}");
+        }
+        // At the hull's corners the relaxation is exact: nothing starved, and everything.
+        assert_eq!(relaxed.total(c.frames()), 0.0);
+    }
+
+    #[test]
+    fn windows_cut_by_time() {
+        let frames = [
+            (ms(0), 1.0),
+            (ms(400), 2.0),
+            (ms(1000), 3.0),
+            (ms(2500), 4.0),
+        ];
+        let s = Segments::windows(&frames, ms(1000));
+        assert_eq!(s.needs, vec![vec![1.0, 2.0], vec![3.0], vec![4.0]]);
+        assert_eq!(Segments::windows(&[], ms(1000)).frames(), 0);
+        let each = Segments::windows(&[(ms(0), 1.0), (ms(0), 2.0)], Nanos::ZERO);
+        assert_eq!(each.needs, vec![vec![1.0], vec![2.0]]);
+    }
+
+    #[test]
+    fn the_stretch_bound_lies_between_free_and_constant_delay() {
+        // A spike: needs 20 ms, then 100 ms for 5 frames, then 20 ms; 10 ms frames.
+        let path: Vec<(Nanos, f64)> = (0..60)
+            .map(|k| (ms(10 * k), if (20..25).contains(&k) { 100.0 } else { 20.0 }))
+            .collect();
+        let n = path.len() as f64;
+        let one = Segments {
+            needs: vec![path.iter().map(|f| f.1).collect()],
+        }
+        .curve();
+        // Free per-frame delay (a huge rate): every frame at its need.
+        let free = stretch(std::slice::from_ref(&path), 0, 1e6, 1.0).unwrap();
+        assert!(
+            (free - (55.0 * 20.0 + 5.0 * 100.0) / n).abs() <= 1.0 + 1e-6,
+            "{free}"
+        );
+        // A slow rate: must rise before the spike and fall after: above free, below constant.
+        let slow = stretch(std::slice::from_ref(&path), 0, 0.5, 1.0).unwrap();
+        assert!(slow > free + 1.0, "{slow} vs {free}");
+        assert!(slow <= one.mean(0).unwrap() + 1e-9, "{slow}");
+        // A budget of the five spike frames: back to 20 ms everywhere, within a grid step.
+        let spent = stretch(std::slice::from_ref(&path), 5, 0.5, 1.0).unwrap();
+        assert!((19.0 - 1e-6..=20.0 + 1e-6).contains(&spent), "{spent}");
+    }
+
+    /// The stretch bound against every integer-millisecond path on small traces: never above
+    /// the best path (the paths are policies within the limit), and with no budget (where the
+    /// dual is exact) at most one grid step per frame below it: the documented
+    /// discretisation error.
+    #[test]
+    fn the_stretch_bound_against_brute_force_paths() {
+        let mut rng = jitterlab_capture::rng::Rng::new(1998);
+        for case in 0..40 {
+            let n = 2 + case % 3;
+            let path: Vec<(Nanos, f64)> = (0..n)
+                .map(|k| (ms(10 * k as i64), (rng.next_u64() % 9) as f64))
+                .collect();
+            // 20 % of 10 ms: 2 ms per frame.
+            let rate = 0.2;
+            let best = |budget: usize| -> f64 {
+                let mut best = f64::INFINITY;
+                let mut d = vec![0i64; n];
+                loop {
+                    let ok = d.windows(2).all(|w| (w[1] - w[0]).abs() <= 2);
+                    let starved = d
+                        .iter()
+                        .zip(&path)
+                        .filter(|(d, f)| (**d as f64) < f.1)
+                        .count();
+                    if ok && starved <= budget {
+                        best = best.min(d.iter().sum::<i64>() as f64 / n as f64);
+                    }
+                    let mut i = 0;
+                    loop {
+                        if i == n {
+                            return best;
+                        }
+                        d[i] += 1;
+                        if d[i] <= 9 {
+                            break;
+                        }
+                        d[i] = 0;
+                        i += 1;
+                    }
+                }
+            };
+            for budget in 0..=n {
+                let exact = best(budget);
+                let bound = stretch(std::slice::from_ref(&path), budget, rate, 1.0).unwrap();
+                assert!(
+                    bound <= exact + 1e-9,
+                    "case {case} budget {budget}: {bound} > {exact}"
+                );
+                if budget == 0 {
+                    assert!(
+                        bound >= exact - 1.0 - 1e-9,
+                        "case {case}: {bound} vs {exact}"
+                    );
+                }
+            }
+        }
+    }
+}
