@@ -47,7 +47,16 @@ fn assert_rows_match_replay(rows: &[Value], extra: &[&str]) {
         args.extend(extra.iter().map(std::ffi::OsStr::new));
         let single = json(&args);
         for (k, v) in single["metrics"].as_object().unwrap() {
-            assert_eq!(&row[k], v, "{trace} {policy}: {k}");
+            match v {
+                // A group (`recovery`) is one column per figure, `GROUP.FIGURE`.
+                Value::Object(group) => {
+                    for (f, v) in group {
+                        let col = format!("{k}.{f}");
+                        assert_eq!(&row[&col], v, "{trace} {policy}: {col}");
+                    }
+                }
+                v => assert_eq!(&row[k], v, "{trace} {policy}: {k}"),
+            }
         }
     }
 }
