@@ -12,7 +12,7 @@
 //! first packet's transit and is frozen during a spike). A spike **starts** at the arrival of
 //! the last normal packet when the next packet either
 //! - arrives with a transit more than [`SpikeRule::rise`] (default 50 ms) above the baseline, or
-//! - arrives more than [`SpikeRule::gap`] (default 250 ms) after it (an outage),
+//! - arrives more than [`SpikeRule::gap`] (default 200 ms) after it (an outage),
 //!
 //! and **ends** at the arrival of the first packet (the one after the gap included) whose
 //! transit is back within half the rise of the baseline. A spike still open at the end of the
@@ -49,7 +49,7 @@ impl Default for SpikeRule {
     fn default() -> Self {
         Self {
             rise: Nanos::from_millis(50),
-            gap: Nanos::from_millis(250),
+            gap: Nanos::from_millis(200),
         }
     }
 }

@@ -73,7 +73,7 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
                     points: r.log.t.iter().copied().zip(r.log.delay_ms.iter().copied()).collect(),
                 })
                 .collect(),
-            note: Some("no spike found: transit never rose 50 ms above its baseline, no 250 ms gap".into()),
+            note: Some("no spike found: transit never rose 50 ms above its baseline, no arrival gap over 200 ms".into()),
             ..Panel::default()
         }]
     } else {
@@ -106,7 +106,12 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
                 });
                 Panel {
                     title: format!(
-                        "Spike at {from:.1} s: {:.0} ms long, transit up {:.0} ms",
+                        "{} at {from:.1} s: {:.0} ms long, transit up {:.0} ms",
+                        if spike.peak < SpikeRule::default().rise {
+                            "Outage"
+                        } else {
+                            "Spike"
+                        },
                         (spike.end - spike.start).as_millis_f64(),
                         spike.peak.as_millis_f64()
                     ),
