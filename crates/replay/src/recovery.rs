@@ -332,7 +332,12 @@ mod tests {
         let mut r = Recovery::default();
         for f in 0..100 {
             let at = ms(10 * f);
-            r.frame(&spikes, at, Some(ms(if at < ms(100) { 50 } else { 250 })), false);
+            r.frame(
+                &spikes,
+                at,
+                Some(ms(if at < ms(100) { 50 } else { 250 })),
+                false,
+            );
         }
         r.finish();
         let s = r.summary();

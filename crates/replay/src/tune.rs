@@ -614,7 +614,9 @@ mod tests {
             Some("extrapolated ratio 33.00 % > 10.00 %")
         );
         assert!(
-            capped.rule(2).contains("extrapolated ratio stays at or below 10.00 %"),
+            capped
+                .rule(2)
+                .contains("extrapolated ratio stays at or below 10.00 %"),
             "{}",
             capped.rule(2)
         );

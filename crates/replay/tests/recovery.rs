@@ -41,10 +41,7 @@ fn a_fixed_buffer_recovers_one_delay_after_an_outage() {
     let samples = trace(60, |i| (!(20..=25).contains(&i)).then_some(50 * i + 20));
     let (spikes, r) = recovery(&samples, "fixed:delay=100ms");
     assert_eq!(
-        spikes
-            .iter()
-            .map(|s| (s.start, s.end))
-            .collect::<Vec<_>>(),
+        spikes.iter().map(|s| (s.start, s.end)).collect::<Vec<_>>(),
         vec![(ms(970), ms(1320))]
     );
     assert_eq!((r.spikes, r.unrecovered), (1, 0));
@@ -61,10 +58,19 @@ fn a_200_ms_delay_spike_recovers_when_the_queue_drains() {
     // arrive together at 1220 ms. The spike runs from packet 19's arrival (970 ms) to packet
     // 24's (1220 ms). At 1220 ms the fixed 100 ms buffer's target is 1100 ms, inside the pair
     // (22, 23) just received: display delay is back to 100 ms at once, 0 ms after the end.
-    let samples = trace(60, |i| Some(if (20..=24).contains(&i) { 1220 } else { 50 * i + 20 }));
+    let samples = trace(60, |i| {
+        Some(if (20..=24).contains(&i) {
+            1220
+        } else {
+            50 * i + 20
+        })
+    });
     let (spikes, r) = recovery(&samples, "fixed:delay=100ms");
     assert_eq!(spikes.len(), 1, "{spikes:?}");
-    assert_eq!((spikes[0].start, spikes[0].end, spikes[0].peak), (ms(970), ms(1220), ms(200)));
+    assert_eq!(
+        (spikes[0].start, spikes[0].end, spikes[0].peak),
+        (ms(970), ms(1220), ms(200))
+    );
     assert_eq!((r.spikes, r.unrecovered), (1, 0));
     assert_eq!(r.mean_recovery_ms, Some(0.0));
     // A 300 ms buffer never held: nothing to recover from, and the same spike counted.

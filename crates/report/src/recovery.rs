@@ -151,8 +151,13 @@ mod tests {
         let samples: Vec<Sample> = (0..100)
             .filter(|i| !(20..=25).contains(i))
             .map(|i| {
-                Sample::new(0, i as _, Nanos::from_millis(50 * i), Nanos::from_millis(50 * i + 20))
-                    .with_values(vec![i as f64])
+                Sample::new(
+                    0,
+                    i as _,
+                    Nanos::from_millis(50 * i),
+                    Nanos::from_millis(50 * i + 20),
+                )
+                .with_values(vec![i as f64])
             })
             .collect();
         let info = jitterlab_capture::decode::StreamInfo {
@@ -198,7 +203,11 @@ mod tests {
         let p = &fig.panels[0];
         assert!(p.title.contains("350 ms long"), "{}", p.title);
         assert_eq!(p.series.len(), 3);
-        assert!(p.series[0].label.contains("unrecovered 0"), "{}", p.series[0].label);
+        assert!(
+            p.series[0].label.contains("unrecovered 0"),
+            "{}",
+            p.series[0].label
+        );
         // Only the window around the spike, relative to its start.
         for s in &p.series[..2] {
             assert!(!s.points.is_empty());

@@ -134,7 +134,6 @@ impl<W: Write> TableWriter<W> {
     }
 }
 
-
 /// The column names of a frame timeline for a stream with `channels`: [`FRAME_COLUMNS`], then
 /// one column per channel. A channel whose name is empty, repeats an earlier one or is one of
 /// [`FRAME_COLUMNS`] is named `value_I` instead (I its index), so names stay unique.
@@ -617,7 +616,10 @@ mod tests {
     #[test]
     fn formats_come_from_extensions() {
         use std::path::Path;
-        assert_eq!(TableFormat::from_path(Path::new("a.CSV")), Some(TableFormat::Csv));
+        assert_eq!(
+            TableFormat::from_path(Path::new("a.CSV")),
+            Some(TableFormat::Csv)
+        );
         assert_eq!(
             TableFormat::from_path(Path::new("a.parquet")),
             Some(TableFormat::Parquet)

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::export::{CaptureFormat, CaptureWriter, ExportSummary};
+use jitterlab_capture::format::Format;
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::pcap::{self, CaptureSummary};
-use jitterlab_capture::format::Format;
 use jitterlab_capture::{Header, Reader};
 use jitterlab_report::TableFormat;
 

@@ -453,7 +453,10 @@ fn tune_counts_every_starved_frame_on_the_demo() {
     );
     assert_eq!(holds_only["constraints"]["max_starved_ratio"], Value::Null);
     let capped = tune(&["--max-hold-ratio", "1%", "--max-extrapolated-ratio", "5%"]);
-    assert!(worst(&capped, "worst_extrapolated_ratio") <= 0.05, "{capped}");
+    assert!(
+        worst(&capped, "worst_extrapolated_ratio") <= 0.05,
+        "{capped}"
+    );
     assert!(worst(&capped, "worst_hold_ratio") <= 0.01, "{capped}");
 }
 
