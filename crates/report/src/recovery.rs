@@ -37,7 +37,7 @@ pub fn stream_spikes(decoded: &Decoded, stream: u32) -> Vec<(f64, f64, Spike)> {
         .collect()
 }
 
-/// One panel per network spike or outage (the [`MAX_PANELS`] largest): every configuration's
+/// One panel per network spike or outage (the four largest): every configuration's
 /// display delay from a second before the spike to three seconds after it, the spike's span
 /// marked; the legend carries each configuration's recovery figures over the whole stream.
 pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
