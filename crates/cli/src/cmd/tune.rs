@@ -20,7 +20,7 @@ use crate::sweeping::{
 /// Arguments of `jitterlab tune`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  jitterlab tune game.jtr\n  jitterlab tune a.jtr b.jtr --max-hold-ratio 0.5% --json > tuned.json\n  jitterlab tune call.pcapng --min-mos 4 --report tuned/ || echo \"nothing meets the limits\"\n\nExit code 1: no configuration meets the limits on every trace (the answer and the\nclosest configurations are still printed, and --report still written)."
+    after_help = "Examples:\n  jitterlab tune game.jtr\n  jitterlab tune a.jtr b.jtr --max-starved-ratio 0.5% --json > tuned.json\n  jitterlab tune a.jtr --max-hold-ratio 1% --max-extrapolated-ratio 10%\n  jitterlab tune call.pcapng --min-mos 4 --report tuned/ || echo \"nothing meets the limits\"\n\nExit code 1: no configuration meets the limits on every trace (the answer and the\nclosest configurations are still printed, and --report still written)."
 )]
 pub(crate) struct Args {
     /// The traces to tune for (the worst decides); none: the embedded demo trace.

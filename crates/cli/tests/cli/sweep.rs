@@ -551,3 +551,34 @@ fn sweep_grid_syntax_errors_point_at_the_line_and_column() {
     );
     assert!(!out.exists());
 }
+
+/// `replay --json` carries the recovery figures: the demo's two network events (a 249 ms
+/// outage at 4.2 s, a queue draining at 22.7 s); a fixed 100 ms buffer is back within one
+/// delay and a frame of each, and the text output has the same line.
+#[test]
+fn replay_reports_recovery_after_the_demos_spikes() {
+    let doc = json(&[
+        "replay".as_ref(),
+        demo().as_os_str(),
+        "--policy".as_ref(),
+        "fixed:delay=100ms".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let r = &doc["metrics"]["recovery"];
+    assert_eq!(r["spikes"], 2, "{r}");
+    assert_eq!(r["unrecovered"], 0, "{r}");
+    let max = r["max_recovery_ms"].as_f64().unwrap();
+    assert!(max > 0.0 && max <= 100.0 + 1000.0 / 60.0, "{r}");
+    assert!(r["worst_hold_run_after_spike"].as_u64().unwrap() > 0, "{r}");
+    let out = jitterlab()
+        .args([
+            "replay",
+            demo().to_str().unwrap(),
+            "--policy",
+            "fixed:delay=100ms",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("recovery              spikes 2"), "{text}");
+}
