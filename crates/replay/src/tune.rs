@@ -621,4 +621,15 @@ mod tests {
             capped.rule(2)
         );
     }
+
+    #[test]
+    fn rows_without_a_starved_ratio_count_their_holds() {
+        // A results file from before `starved_ratio` reads back with 0 there.
+        let policies: Vec<Policy> = vec!["fixed:delay=50ms".parse().unwrap()];
+        let mut old = row(0, 0, 0.05, 60.0, 0.1);
+        old.summary.starved_ratio = 0.0;
+        let t = tune(&[old], &policies, &Constraints::default());
+        assert_eq!(t.recommendation, None);
+        assert_eq!(t.candidates[0].worst.starved_ratio, 0.05);
+    }
 }
