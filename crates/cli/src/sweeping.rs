@@ -262,9 +262,20 @@ pub(crate) fn execute(
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Limits")]
 pub(crate) struct TuneLimits {
-    /// The largest acceptable hold ratio, e.g. 1% or 0.01.
-    #[arg(long, value_name = "RATIO", default_value = "1%")]
-    pub(crate) max_hold_ratio: String,
+    /// The largest acceptable starved ratio (held, extrapolated or empty frames over frames),
+    /// e.g. 1% or 0.01, on every trace [default: 1%, unless --max-hold-ratio or
+    /// --max-extrapolated-ratio is given].
+    #[arg(long, value_name = "RATIO")]
+    pub(crate) max_starved_ratio: Option<String>,
+    /// The largest acceptable hold ratio, holds alone, e.g. 1% or 0.01; given without
+    /// --max-starved-ratio, it replaces the default starved-frame limit (tune's rule
+    /// before starved frames were counted).
+    #[arg(long, value_name = "RATIO")]
+    pub(crate) max_hold_ratio: Option<String>,
+    /// The largest acceptable extrapolated ratio, extrapolated frames alone, e.g. 5%; given
+    /// without --max-starved-ratio, it replaces the default starved-frame limit.
+    #[arg(long, value_name = "RATIO")]
+    pub(crate) max_extrapolated_ratio: Option<String>,
     /// The largest acceptable p99 error (in the values' units), on every trace.
     #[arg(long, value_name = "X")]
     pub(crate) max_p99_error: Option<f64>,
@@ -287,8 +298,23 @@ pub(crate) struct TuneLimits {
 impl TuneLimits {
     /// The constraints, each value checked with its flag named.
     pub(crate) fn constraints(&self) -> Result<Constraints> {
+        let ratio = |flag: &str, v: &Option<String>| {
+            v.as_deref()
+                .map(|r| crate::input::parse_ratio(flag, r))
+                .transpose()
+        };
+        let hold = ratio("--max-hold-ratio", &self.max_hold_ratio)?;
+        let extrapolated = ratio("--max-extrapolated-ratio", &self.max_extrapolated_ratio)?;
+        // The default limit counts every starved frame; limits given apart replace it.
+        let starved = match ratio("--max-starved-ratio", &self.max_starved_ratio)? {
+            Some(s) => Some(s),
+            None if hold.is_some() || extrapolated.is_some() => None,
+            None => Constraints::default().max_starved_ratio,
+        };
         Ok(Constraints {
-            max_hold_ratio: crate::input::parse_ratio("--max-hold-ratio", &self.max_hold_ratio)?,
+            max_hold_ratio: hold.unwrap_or(1.0),
+            max_starved_ratio: starved,
+            max_extrapolated_ratio: extrapolated,
             max_p99_error: match self.max_p99_error {
                 Some(e) if !(e.is_finite() && e >= 0.0) => {
                     bail!("--max-p99-error {e}: expected a finite value ≥ 0")

@@ -51,6 +51,7 @@ pub mod ngo;
 pub mod playout;
 pub mod policy;
 pub mod quality;
+pub mod recovery;
 mod run;
 pub mod streams;
 pub mod sweep;

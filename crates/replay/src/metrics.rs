@@ -343,6 +343,8 @@ pub struct Metrics {
     /// Correction distances: per sample that arrived for a moment already displayed, the
     /// distance between what was shown then and the sample.
     pub correction: Moments,
+    /// Recovery after the stream's network spikes ([`crate::recovery`]).
+    pub recovery: crate::recovery::Recovery,
 }
 
 impl Metrics {
@@ -422,6 +424,7 @@ impl Metrics {
         self.backward_steps += other.backward_steps;
         self.sample_age.merge(&other.sample_age);
         self.correction.merge(&other.correction);
+        self.recovery.merge(&other.recovery);
         self.counters.refused += other.counters.refused;
         self.reference = match (self.reference, other.reference) {
             (Some(Reference::Hindsight), _) | (_, Some(Reference::Hindsight)) => {
@@ -445,6 +448,9 @@ impl Metrics {
             frames: self.frames,
             holds: self.holds,
             hold_ratio: ratio(self.holds),
+            starved_ratio: ratio(self.holds + self.extrapolated + self.empty),
+            extrapolated_ratio: ratio(self.extrapolated),
+            recovery: self.recovery.summary(),
             max_consecutive_holds: self.max_consecutive_holds,
             duplicates_dropped: c.duplicates,
             mean_delay_ms: self.delay_ms.mean(),
@@ -498,6 +504,13 @@ pub struct Summary {
     pub holds: u64,
     /// `holds / frames`.
     pub hold_ratio: f64,
+    /// Starved frames over frames: `(holds + extrapolated + empty) / frames` (what `tune`
+    /// limits by default).
+    pub starved_ratio: f64,
+    /// `extrapolated / frames`.
+    pub extrapolated_ratio: f64,
+    /// How display delay recovered after the network's spikes ([`crate::recovery`]).
+    pub recovery: crate::recovery::RecoverySummary,
     /// Longest run of consecutive holds (C12).
     pub max_consecutive_holds: u64,
     /// Duplicate packets rejected (C5, C12).

@@ -61,8 +61,14 @@ impl Objective {
 /// The limits a recommendation must meet on every trace.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Constraints {
-    /// The largest acceptable hold ratio (0..1).
+    /// The largest acceptable hold ratio (0..1), holds alone (1: no limit beyond
+    /// [`Self::max_starved_ratio`]).
     pub max_hold_ratio: f64,
+    /// The largest acceptable starved ratio (held, extrapolated or empty frames over frames,
+    /// [`crate::Summary::starved_ratio`]), if any: the default limit, 1 %.
+    pub max_starved_ratio: Option<f64>,
+    /// The largest acceptable extrapolated ratio (0..1), extrapolated frames alone, if given.
+    pub max_extrapolated_ratio: Option<f64>,
     /// The largest acceptable p99 error, when given.
     pub max_p99_error: Option<f64>,
     /// What to minimise among feasible configurations.
@@ -78,7 +84,9 @@ pub struct Constraints {
 impl Default for Constraints {
     fn default() -> Self {
         Self {
-            max_hold_ratio: 0.01,
+            max_hold_ratio: 1.0,
+            max_starved_ratio: Some(0.01),
+            max_extrapolated_ratio: None,
             max_p99_error: None,
             objective: Objective::Delay,
             max_late: 0.01,
@@ -106,13 +114,37 @@ impl Constraints {
 
     /// The rule in one sentence, for reports: what is minimised under which limits.
     pub fn rule(&self, configurations: usize) -> String {
+        let mut limits: Vec<String> = Vec::new();
+        if let Some(s) = self.max_starved_ratio {
+            limits.push(format!(
+                "starved ratio (held, extrapolated or empty frames) stays at or below {:.2} %",
+                100.0 * s
+            ));
+        }
+        if self.max_hold_ratio < 1.0 || limits.is_empty() {
+            limits.push(format!(
+                "hold ratio stays at or below {:.2} %",
+                100.0 * self.max_hold_ratio
+            ));
+        }
+        if let Some(x) = self.max_extrapolated_ratio {
+            limits.push(format!(
+                "extrapolated ratio stays at or below {:.2} %",
+                100.0 * x
+            ));
+        }
+        if let Some(e) = self.max_p99_error {
+            limits.push(format!("p99 error at or below {e}"));
+        }
+        let last = limits.pop().unwrap_or_default();
+        let limits = if limits.is_empty() {
+            last
+        } else {
+            format!("{}, and {last}", limits.join(", "))
+        };
         format!(
-            "The lowest {} whose hold ratio stays at or below {:.2} %{} on every trace, out of \
-             {configurations} configurations.",
+            "The lowest {} whose {limits} on every trace, out of {configurations} configurations.",
             self.objective.describe(),
-            100.0 * self.max_hold_ratio,
-            self.max_p99_error
-                .map_or(String::new(), |e| format!(" and p99 error at or below {e}")),
         )
     }
 }
@@ -122,6 +154,10 @@ impl Constraints {
 pub struct Worst {
     /// Largest hold ratio.
     pub hold_ratio: f64,
+    /// Largest starved ratio (held, extrapolated or empty frames).
+    pub starved_ratio: f64,
+    /// Largest extrapolated ratio.
+    pub extrapolated_ratio: f64,
     /// Largest mean display delay, ms (`None` if some trace showed nothing).
     pub mean_delay_ms: Option<f64>,
     /// Largest p99 display delay, ms.
@@ -247,6 +283,38 @@ fn playout_rejection(w: &Worst, c: &Constraints) -> Option<String> {
     }
 }
 
+/// Why a snapshot configuration starves beyond the limits, if it does: holds alone, all starved
+/// frames, extrapolated frames alone.
+fn starvation_rejection(w: &Worst, c: &Constraints) -> Option<String> {
+    let over = |x: f64, max: f64| x.is_nan() || x > max;
+    if over(w.hold_ratio, c.max_hold_ratio) {
+        return Some(format!(
+            "hold ratio {} > {}",
+            pct(w.hold_ratio),
+            pct(c.max_hold_ratio)
+        ));
+    }
+    if let Some(max) = c.max_starved_ratio
+        && over(w.starved_ratio, max)
+    {
+        return Some(format!(
+            "starved ratio {} > {} (held {}, extrapolated {})",
+            pct(w.starved_ratio),
+            pct(max),
+            pct(w.hold_ratio),
+            pct(w.extrapolated_ratio)
+        ));
+    }
+    match c.max_extrapolated_ratio {
+        Some(max) if over(w.extrapolated_ratio, max) => Some(format!(
+            "extrapolated ratio {} > {}",
+            pct(w.extrapolated_ratio),
+            pct(max)
+        )),
+        _ => None,
+    }
+}
+
 /// Judges every configuration and picks the recommendation. `rows` may be in any order and
 /// must hold every (trace, configuration) pair for `traces` traces.
 pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
@@ -256,6 +324,8 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
         let this = match &row.playout {
             Some(p) => Worst {
                 hold_ratio: 0.0,
+                starved_ratio: 0.0,
+                extrapolated_ratio: 0.0,
                 mean_delay_ms: p.mean_delay_ms,
                 p99_delay_ms: p.p99_delay_ms,
                 p99_error: None,
@@ -268,6 +338,10 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
                 let s = &row.summary;
                 Worst {
                     hold_ratio: s.hold_ratio,
+                    // Holds are starved frames too: a results file written before
+                    // `starved_ratio` existed reads back with 0 there.
+                    starved_ratio: s.starved_ratio.max(s.hold_ratio),
+                    extrapolated_ratio: s.extrapolated_ratio,
                     mean_delay_ms: s.mean_delay_ms,
                     p99_delay_ms: s.p99_delay_ms,
                     p99_error: s.p99_error,
@@ -280,6 +354,8 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
             None => this,
             Some(w) => Worst {
                 hold_ratio: w.hold_ratio.max(this.hold_ratio),
+                starved_ratio: w.starved_ratio.max(this.starved_ratio),
+                extrapolated_ratio: w.extrapolated_ratio.max(this.extrapolated_ratio),
                 mean_delay_ms: max_opt(w.mean_delay_ms, this.mean_delay_ms),
                 p99_delay_ms: max_opt(w.p99_delay_ms, this.p99_delay_ms),
                 p99_error: max_opt(w.p99_error, this.p99_error),
@@ -306,12 +382,8 @@ pub fn tune(rows: &[Row], policies: &[Policy], c: &Constraints) -> Tuning {
                 )
             } else if playout {
                 playout_rejection(&w, c)
-            } else if w.hold_ratio.is_nan() || w.hold_ratio > c.max_hold_ratio {
-                Some(format!(
-                    "hold ratio {} > {}",
-                    pct(w.hold_ratio),
-                    pct(c.max_hold_ratio)
-                ))
+            } else if let Some(why) = starvation_rejection(&w, c) {
+                Some(why)
             } else {
                 match (c.max_p99_error, w.p99_error) {
                     (Some(_), None) => Some("no error reference on some trace".to_owned()),
@@ -429,6 +501,7 @@ mod tests {
             config,
             summary: Summary {
                 hold_ratio: hold,
+                starved_ratio: hold,
                 mean_delay_ms: Some(delay),
                 p99_delay_ms: Some(delay * 1.5),
                 p99_error: Some(err),
@@ -473,13 +546,13 @@ mod tests {
         assert_eq!(t.rejected.len(), 1);
         assert_eq!(t.rejected[0].0, "mirror");
         assert!(
-            t.rejected[0].1.contains("hold ratio 30.00 % > 1.00 %"),
+            t.rejected[0].1.contains("starved ratio 30.00 % > 1.00 %"),
             "{:?}",
             t.rejected
         );
         assert_eq!(
             t.candidates[0].rejected.as_deref(),
-            Some("hold ratio 5.00 % > 1.00 %")
+            Some("starved ratio 5.00 % > 1.00 % (held 5.00 %, extrapolated 0.00 %)")
         );
         // Frontier by delay: mirror (45 ms, 30 %), fixed 50 (61, 5 %), jitter (95, 0.8 %),
         // fixed 100 (111, 0.2 %).
@@ -491,7 +564,7 @@ mod tests {
         assert_eq!(tune(&rows, &policies, &strict).recommendation, Some(1));
         let by_error = Constraints {
             objective: Objective::Error,
-            max_hold_ratio: 1.0,
+            max_starved_ratio: None,
             ..Constraints::default()
         };
         assert_eq!(tune(&rows, &policies, &by_error).recommendation, Some(1));
@@ -502,5 +575,70 @@ mod tests {
         let t = tune(&rows, &policies, &none);
         assert_eq!(t.recommendation, None);
         assert_eq!(t.rejected.len(), 3);
+    }
+
+    #[test]
+    fn extrapolated_frames_are_starved_frames_unless_limited_apart() {
+        let policies: Vec<Policy> = ["source:", "fixed:delay=100ms"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let extrapolating = |trace| Row {
+            summary: Summary {
+                extrapolated_ratio: 0.33,
+                starved_ratio: 0.33,
+                ..row(trace, 0, 0.0, 50.0, 0.1).summary
+            },
+            ..row(trace, 0, 0.0, 50.0, 0.1)
+        };
+        let rows = vec![
+            extrapolating(0),
+            extrapolating(1),
+            row(0, 1, 0.002, 110.0, 0.1),
+            row(1, 1, 0.004, 111.0, 0.1),
+        ];
+        // By default a third of the frames extrapolated is a third starved: rejected.
+        let t = tune(&rows, &policies, &Constraints::default());
+        assert_eq!(t.recommendation, Some(1));
+        assert_eq!(
+            t.candidates[0].rejected.as_deref(),
+            Some("starved ratio 33.00 % > 1.00 % (held 0.00 %, extrapolated 33.00 %)")
+        );
+        // Limits apart: holds alone (the old `--max-hold-ratio` rule) lets it win ...
+        let apart = Constraints {
+            max_hold_ratio: 0.01,
+            max_starved_ratio: None,
+            ..Constraints::default()
+        };
+        assert_eq!(tune(&rows, &policies, &apart).recommendation, Some(0));
+        // ... unless extrapolation has its own limit.
+        let capped = Constraints {
+            max_extrapolated_ratio: Some(0.1),
+            ..apart
+        };
+        let t = tune(&rows, &policies, &capped);
+        assert_eq!(t.recommendation, Some(1));
+        assert_eq!(
+            t.candidates[0].rejected.as_deref(),
+            Some("extrapolated ratio 33.00 % > 10.00 %")
+        );
+        assert!(
+            capped
+                .rule(2)
+                .contains("extrapolated ratio stays at or below 10.00 %"),
+            "{}",
+            capped.rule(2)
+        );
+    }
+
+    #[test]
+    fn rows_without_a_starved_ratio_count_their_holds() {
+        // A results file from before `starved_ratio` reads back with 0 there.
+        let policies: Vec<Policy> = vec!["fixed:delay=50ms".parse().unwrap()];
+        let mut old = row(0, 0, 0.05, 60.0, 0.1);
+        old.summary.starved_ratio = 0.0;
+        let t = tune(&[old], &policies, &Constraints::default());
+        assert_eq!(t.recommendation, None);
+        assert_eq!(t.candidates[0].worst.starved_ratio, 0.05);
     }
 }

@@ -29,6 +29,7 @@ pub mod figure;
 pub mod figures;
 pub mod frame_io;
 pub mod packets;
+pub mod recovery;
 pub mod results;
 pub mod runs;
 pub mod table;

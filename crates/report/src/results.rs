@@ -7,6 +7,9 @@
 //! then every metric of `jitterlab replay --json` under the same name. Written as Parquet, CSV
 //! or JSON by the output's extension.
 //!
+//! A snapshot row's `recovery` figures are one column each, `recovery.spikes`,
+//! `recovery.mean_recovery_ms`, … (see `jitterlab_replay::recovery`).
+//!
 //! Playout sweeps (`--playout`) carry `mode` = `playout` and the metrics of `jitterlab replay
 //! --playout --json` instead; a group of figures nested there (`mos`, `webrtc`, `video`, …) is
 //! one column per figure named `GROUP.FIGURE`.
@@ -62,7 +65,12 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                     flatten_into(&mut m, "", v);
                     Value::Object(m)
                 }),
-                None => serde_json::to_value(&r.summary),
+                // `recovery` is a group: `recovery.spikes`, `recovery.mean_recovery_ms`, …
+                None => serde_json::to_value(&r.summary).map(|v| {
+                    let mut m = Map::new();
+                    flatten_into(&mut m, "", v);
+                    Value::Object(m)
+                }),
             };
             let mut m = match value {
                 Ok(Value::Object(m)) => m,
@@ -846,7 +854,7 @@ pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
                 .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
             (Summary::default(), Some(report))
         } else {
-            let summary: Summary = serde_json::from_value(Value::Object(row.clone()))
+            let summary: Summary = serde_json::from_value(Value::Object(unflatten(row)))
                 .map_err(|e| bad(format!("row {}: {e}", line + 1)))?;
             (summary, None)
         };

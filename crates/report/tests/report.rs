@@ -412,6 +412,7 @@ fn figure_data_of_a_report_with_a_sweep() {
             "buffer-depth.png",
             "error.png",
             "error-cdf.png",
+            "recovery.png",
             "pareto.png",
             "heatmap.png",
             "playout.png"

@@ -409,6 +409,22 @@ fn print_summary(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     writeln!(out, "max consecutive holds {:>10}", s.max_consecutive_holds)?;
     writeln!(
         out,
+        "starved frames        ratio {:.4}   (held, extrapolated {}, empty {})",
+        s.starved_ratio, s.extrapolated, s.empty
+    )?;
+    let r = &s.recovery;
+    writeln!(
+        out,
+        "recovery              spikes {}  mean {} ms  max {} ms  unrecovered {}  worst hold run {}  inflation {} ms",
+        r.spikes,
+        opt(r.mean_recovery_ms),
+        opt(r.max_recovery_ms),
+        r.unrecovered,
+        r.worst_hold_run_after_spike,
+        opt(r.inflation_ms)
+    )?;
+    writeln!(
+        out,
         "display delay ms      mean {}  p50 {}  p95 {}  p99 {}  max {}",
         opt(s.mean_delay_ms),
         opt(s.p50_delay_ms),

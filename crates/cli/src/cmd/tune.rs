@@ -20,7 +20,7 @@ use crate::sweeping::{
 /// Arguments of `jitterlab tune`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  jitterlab tune game.jtr\n  jitterlab tune a.jtr b.jtr --max-hold-ratio 0.5% --json > tuned.json\n  jitterlab tune call.pcapng --min-mos 4 --report tuned/ || echo \"nothing meets the limits\"\n\nExit code 1: no configuration meets the limits on every trace (the answer and the\nclosest configurations are still printed, and --report still written)."
+    after_help = "Examples:\n  jitterlab tune game.jtr\n  jitterlab tune a.jtr b.jtr --max-starved-ratio 0.5% --json > tuned.json\n  jitterlab tune a.jtr --max-hold-ratio 1% --max-extrapolated-ratio 10%\n  jitterlab tune call.pcapng --min-mos 4 --report tuned/ || echo \"nothing meets the limits\"\n\nExit code 1: no configuration meets the limits on every trace (the answer and the\nclosest configurations are still printed, and --report still written)."
 )]
 pub(crate) struct Args {
     /// The traces to tune for (the worst decides); none: the embedded demo trace.
@@ -64,6 +64,8 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
     }
     json!({
         "worst_hold_ratio": c.worst.hold_ratio,
+        "worst_starved_ratio": c.worst.starved_ratio,
+        "worst_extrapolated_ratio": c.worst.extrapolated_ratio,
         "worst_mean_delay_ms": c.worst.mean_delay_ms,
         "worst_p99_delay_ms": c.worst.p99_delay_ms,
         "worst_p99_error": c.worst.p99_error,
@@ -115,6 +117,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             "constraints": match mode {
                 Mode::Snapshot => json!({
                     "max_hold_ratio": constraints.max_hold_ratio,
+                    "max_starved_ratio": constraints.max_starved_ratio,
+                    "max_extrapolated_ratio": constraints.max_extrapolated_ratio,
                     "max_p99_error": constraints.max_p99_error,
                     "objective": constraints.objective.name(),
                 }),
@@ -172,7 +176,8 @@ fn line(c: &Candidate) -> String {
     let opt =
         |v: Option<f64>, unit: &str| v.map_or_else(|| "–".into(), |v| format!("{v:.1}{unit}"));
     format!(
-        "hold {:.3} %, mean delay {}, p99 delay {}, p99 error {}",
+        "starved {:.3} %, hold {:.3} %, mean delay {}, p99 delay {}, p99 error {}",
+        100.0 * c.worst.starved_ratio,
         100.0 * c.worst.hold_ratio,
         opt(c.worst.mean_delay_ms, " ms"),
         opt(c.worst.p99_delay_ms, " ms"),
@@ -298,6 +303,21 @@ fn print_verdicts(
     Ok(())
 }
 
+/// The starved, hold and extrapolated limits in force, for the text answer.
+fn starvation_limits(c: &Constraints) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = c.max_starved_ratio {
+        parts.push(format!("starved ratio ≤ {:.2} %", 100.0 * s));
+    }
+    if c.max_hold_ratio < 1.0 || parts.is_empty() {
+        parts.push(format!("hold ratio ≤ {:.2} %", 100.0 * c.max_hold_ratio));
+    }
+    if let Some(x) = c.max_extrapolated_ratio {
+        parts.push(format!("extrapolated ratio ≤ {:.2} %", 100.0 * x));
+    }
+    parts.join(", ")
+}
+
 fn print_text(
     out: &mut impl Write,
     t: &Tuning,
@@ -307,11 +327,11 @@ fn print_text(
 ) -> Result<()> {
     writeln!(
         out,
-        "Tuned {} configurations over {} trace(s) ({}); limits: hold ratio ≤ {:.2} %{}; minimising {}.",
+        "Tuned {} configurations over {} trace(s) ({}); limits: {}{}; minimising {}.",
         policies.len(),
         names.len(),
         names.join(", "),
-        100.0 * c.max_hold_ratio,
+        starvation_limits(c),
         c.max_p99_error
             .map_or(String::new(), |e| format!(", p99 error ≤ {e}")),
         c.objective.describe()

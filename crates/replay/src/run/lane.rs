@@ -215,6 +215,9 @@ impl<E: Engine> Lane<E> {
             if let Some(e) = error {
                 metrics.error.add(e);
             }
+            metrics
+                .recovery
+                .frame(&prepared.spikes, at, shown_delay, pick.mode == Mode::Hold);
         }
         if FRAMES {
             on_frame(&Frame {
@@ -243,6 +246,7 @@ impl<E: Engine> Lane<E> {
     /// The metrics, once the frames are over.
     pub(super) fn finish(mut self, prepared: &Prepared<'_>) -> Metrics {
         self.metrics.error.add_zeros(self.zero_errors);
+        self.metrics.recovery.finish();
         self.metrics.counters = self.engine.counters();
         self.metrics.pending = prepared.arrivals.len() as u64 - self.metrics.packets;
         self.metrics

@@ -77,6 +77,8 @@ pub struct Prepared<'a> {
     pub(super) ref_pos: Vec<u32>,
     /// The first of the `qx, qy, qz, qw` channels, interpolated by slerp (C14).
     pub(super) rotation: Option<usize>,
+    /// The spikes and outages of the network delay series ([`crate::recovery::detect`]).
+    pub(super) spikes: Vec<crate::recovery::Spike>,
 }
 
 impl<'a> Prepared<'a> {
@@ -91,7 +93,7 @@ impl<'a> Prepared<'a> {
         // Duplicates are a property of the arrival order, the same for every policy: found
         // once here, with the window a buffer would keep.
         let mut seen = crate::buffer::SeqWindow::new();
-        let arrivals = order
+        let arrivals: Vec<Arrival> = order
             .iter()
             .map(|&i| {
                 let mut packet = Packet::of(samples, i);
@@ -112,8 +114,10 @@ impl<'a> Prepared<'a> {
         } else {
             Reference::Truth
         });
+        let spikes = Self::find_spikes(&arrivals, &crate::recovery::SpikeRule::default());
         Self {
             samples,
+            spikes,
             arrivals,
             offset_estimate: crate::clock::estimate_offset(samples),
             ref_pos: reference.positions(samples),
@@ -121,6 +125,25 @@ impl<'a> Prepared<'a> {
             reference,
             reference_kind,
         }
+    }
+
+    fn find_spikes(
+        arrivals: &[Arrival],
+        rule: &crate::recovery::SpikeRule,
+    ) -> Vec<crate::recovery::Spike> {
+        crate::recovery::detect(arrivals.iter().map(|a| (a.at, a.packet.send)), rule)
+    }
+
+    /// Finds the network's spikes by `rule` instead of [`crate::recovery::SpikeRule::default`]
+    /// (what the recovery figures measure from).
+    pub fn with_spike_rule(mut self, rule: &crate::recovery::SpikeRule) -> Self {
+        self.spikes = Self::find_spikes(&self.arrivals, rule);
+        self
+    }
+
+    /// The spikes and outages found in the network delay series, on the local clock.
+    pub fn spikes(&self) -> &[crate::recovery::Spike] {
+        &self.spikes
     }
 
     /// How many received samples.
