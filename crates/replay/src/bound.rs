@@ -233,13 +233,17 @@ impl Curve {
     }
 }
 
-/// The starved frames a share of `frames` allows (rounded down, with a little slack for the
-/// ratio's rounding).
+/// The starved frames a share of `frames` allows: rounded up (with a little slack for the
+/// ratio's own rounding), so that the bound stays a floor for a row whose share was counted
+/// over slightly fewer frames than the bound's (a replay's first and last frames; on a short
+/// trace one frame of budget moves the bound by milliseconds: the property test found one).
 pub fn budget_for(share: f64, frames: usize) -> usize {
     if share.is_nan() || share <= 0.0 {
         return 0;
     }
-    ((share * frames as f64) + 1e-6).floor().min(frames as f64) as usize
+    ((share * frames as f64) - 1e-6)
+        .ceil()
+        .clamp(0.0, frames as f64) as usize
 }
 
 /// The stretch-limited bound: the least mean delay (ms) with at most `budget` starved frames

@@ -92,8 +92,9 @@ pub fn write_frame(
     Ok(())
 }
 
-/// One polars value as JSON: integers stay integers, text stays text.
-fn json_value(v: AnyValue<'_>) -> Value {
+/// One polars value as JSON: integers stay integers (counts read back as counts), text stays
+/// text.
+pub(crate) fn json_value(v: AnyValue<'_>) -> Value {
     match v {
         AnyValue::String(s) => Value::from(s),
         AnyValue::StringOwned(s) => Value::from(s.as_str()),

@@ -25,6 +25,7 @@ use polars::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::Error;
+use crate::frame_io::json_value;
 
 /// A column of JSON values before it gets a polars type.
 type RawColumn = (String, Vec<Value>);
@@ -715,26 +716,6 @@ pub struct SweepTable {
     pub policies: Vec<Policy>,
     /// The rows, `trace` and `config` indexing the two lists above.
     pub rows: Vec<Row>,
-}
-
-/// Turns one polars value into JSON: integers stay integers, so that counts read back as
-/// counts.
-fn json_value(v: AnyValue<'_>) -> Value {
-    match v {
-        AnyValue::String(s) => Value::from(s),
-        AnyValue::StringOwned(s) => Value::from(s.as_str()),
-        AnyValue::Boolean(b) => Value::from(b),
-        AnyValue::Null => Value::Null,
-        AnyValue::UInt8(x) => Value::from(x),
-        AnyValue::UInt16(x) => Value::from(x),
-        AnyValue::UInt32(x) => Value::from(x),
-        AnyValue::UInt64(x) => Value::from(x),
-        AnyValue::Int8(x) => Value::from(x),
-        AnyValue::Int16(x) => Value::from(x),
-        AnyValue::Int32(x) => Value::from(x),
-        AnyValue::Int64(x) => Value::from(x),
-        other => other.extract::<f64>().map_or(Value::Null, Value::from),
-    }
 }
 
 /// Reads a results file written by `jitterlab sweep` (Parquet, CSV or JSON, by extension) back

@@ -193,13 +193,7 @@ impl Engine for GeckosEngine {
             return (applied, Pick::empty(0));
         };
         let target = at - offset - self.buffer;
-        let applied = Applied {
-            delay: now - target,
-            target,
-            frozen: false,
-            scaled: false,
-        };
-        (applied, self.vault.pick(target))
+        self.vault.show(now, target, false, false)
     }
 
     fn counters(&self) -> Counters {

@@ -263,13 +263,7 @@ impl Engine for LightyearEngine {
         if self.vault.len() > 0 {
             self.time = Some(t);
         }
-        let applied = Applied {
-            delay: now - t,
-            target: t,
-            frozen: false,
-            scaled,
-        };
-        (applied, self.vault.pick(t))
+        self.vault.show(now, t, false, scaled)
     }
 
     fn counters(&self) -> Counters {

@@ -289,13 +289,7 @@ impl Engine for N4eEngine {
             return (applied, Pick::empty(0));
         };
         let target = Nanos::from_secs_f64(tick / self.c.simulation_tick_rate);
-        let applied = Applied {
-            delay: now - target,
-            target,
-            frozen: false,
-            scaled,
-        };
-        (applied, self.vault.pick(target))
+        self.vault.show(now, target, false, scaled)
     }
 
     fn counters(&self) -> Counters {

@@ -191,22 +191,10 @@ impl Engine for UnrealNpEngine {
         };
         if self.vault.len() < 2 && self.time.is_none() {
             // It cannot interpolate yet: the only state is held.
-            let applied = Applied {
-                delay: now - oldest,
-                target: oldest,
-                frozen: true,
-                scaled: false,
-            };
-            return (applied, self.vault.pick(oldest));
+            return self.vault.show(now, oldest, true, false);
         }
         let (t, fast) = self.step(dt, head, oldest);
-        let applied = Applied {
-            delay: now - t,
-            target: t,
-            frozen: false,
-            scaled: fast,
-        };
-        (applied, self.vault.pick(t))
+        self.vault.show(now, t, false, fast)
     }
 
     fn counters(&self) -> Counters {

@@ -6,6 +6,7 @@
 use jitterlab_capture::Nanos;
 
 use crate::buffer::{Counters, HoldReason, Packet, Pick};
+use crate::engine::Applied;
 
 /// Snapshots sorted by send time, at most `capacity` of them.
 #[derive(Clone, Debug)]
@@ -66,6 +67,24 @@ impl Vault {
     /// Samples held.
     pub(crate) fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// What an engine shows when it renders `target` at `now`: the delay it applies and the
+    /// pair around `target`.
+    pub(crate) fn show(
+        &self,
+        now: Nanos,
+        target: Nanos,
+        frozen: bool,
+        scaled: bool,
+    ) -> (Applied, Pick) {
+        let applied = Applied {
+            delay: now - target,
+            target,
+            frozen,
+            scaled,
+        };
+        (applied, self.pick(target))
     }
 
     /// The pair around `target`: the newest sample sent at or before it and the one after.
