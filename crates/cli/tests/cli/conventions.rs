@@ -632,6 +632,7 @@ fn a_failed_command_creates_no_output_file() {
 }
 
 /// `capture` on an address it cannot bind fails before recording, and leaves no file.
+#[cfg(feature = "live")]
 #[test]
 fn capture_that_cannot_bind_leaves_no_file() {
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
