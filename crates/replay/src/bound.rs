@@ -41,7 +41,9 @@ pub const DEFAULT_WINDOW: Nanos = Nanos::from_millis(1000);
 /// Frames grouped into segments of constant delay: each segment's needs, ms.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Segments {
-    /// Each segment's needs in ms (any order; negative needs count as zero).
+    /// Each segment's needs in ms (any order). When every segment holds one frame, a negative
+    /// need is kept (the frame may be shown at that delay); in longer segments, whose one delay
+    /// is never negative, negative needs count as zero.
     pub needs: Vec<Vec<f64>>,
 }
 
@@ -84,19 +86,35 @@ impl Segments {
 
     /// The bound for every budget (see the module documentation).
     pub fn curve(&self) -> Curve {
+        // One frame per segment: the frame's own need, negative or not (a policy may show the
+        // newest sample at a negative display delay under the online clock estimate), and a
+        // starved frame counted at no more than zero. Longer segments hold one delay, never
+        // negative, so their needs count as at least zero.
+        let singles = self.needs.iter().all(|s| s.len() <= 1);
         let sorted: Vec<Vec<f64>> = self
             .needs
             .iter()
             .filter(|s| !s.is_empty())
             .map(|s| {
-                let mut s: Vec<f64> = s.iter().map(|n| n.max(0.0)).collect();
+                let mut s: Vec<f64> = if singles {
+                    s.clone()
+                } else {
+                    s.iter().map(|n| n.max(0.0)).collect()
+                };
                 s.sort_by(|a, b| b.total_cmp(a));
                 s
             })
             .collect();
         let frames: usize = sorted.iter().map(Vec::len).sum();
-        // Cost of segment `s` with `k` starved: its size times its (k+1)-th largest need.
-        let cost = |s: &[f64], k: usize| s.get(k).map_or(0.0, |&n| n * s.len() as f64);
+        // Cost of segment `s` with `k` starved: its size times its (k+1)-th largest need; all
+        // starved, zero (or the frame's own negative need: starving it saves nothing).
+        let cost = |s: &[f64], k: usize| match s.get(k) {
+            Some(&n) => n * s.len() as f64,
+            None if singles => s[0].min(0.0),
+            None => 0.0,
+        };
+        // The total with every frame starved: the floor of every budget.
+        let floor: f64 = sorted.iter().map(|s| cost(s, s.len())).sum();
         // The largest budget the exact programme covers within EXACT_WORK.
         let work = |b: usize| -> u64 {
             sorted
@@ -113,9 +131,8 @@ impl Segments {
                 hi = mid - 1;
             }
         }
-        // One frame per segment: each segment's cost is linear in k (its need, then 0), so the
-        // relaxation below is exact and the programme is not needed.
-        let singles = sorted.iter().all(|s| s.len() == 1);
+        // One frame per segment: each segment's cost is linear in k (its need, then at most 0),
+        // so the relaxation below is exact and the programme is not needed.
         let limit = if singles { 0 } else { lo };
         let mut dp = vec![0.0f64; limit + 1];
         for s in &sorted {
@@ -165,6 +182,7 @@ impl Segments {
             frames,
             exact: dp,
             start,
+            floor,
             pieces,
             hull_exact: singles,
         }
@@ -180,6 +198,8 @@ pub struct Curve {
     exact: Vec<f64>,
     /// Total delay with nothing starved.
     start: f64,
+    /// Total delay with everything starved: 0, less the negative needs of single frames.
+    floor: f64,
     /// (saving per starved frame, frames) of every hull piece, by decreasing saving.
     pieces: Vec<(f64, usize)>,
     /// The relaxation is exact at every budget (one frame per segment).
@@ -207,8 +227,8 @@ impl Curve {
             return v;
         }
         if budget >= self.frames {
-            // Everything starved at no delay (exactly, not up to the sum's rounding).
-            return 0.0;
+            // Everything starved (exactly, not up to the sum's rounding).
+            return self.floor;
         }
         let (mut total, mut left) = (self.start, budget as f64);
         for &(saving, len) in &self.pieces {
@@ -219,7 +239,7 @@ impl Curve {
                 break;
             }
         }
-        total.max(0.0)
+        total.max(self.floor)
     }
 
     /// The least mean delay (ms) with at most `budget` starved frames; `None` without frames.
@@ -375,13 +395,19 @@ mod tests {
         Nanos::from_millis(v)
     }
 
-    /// Every per-segment choice among its needs (and zero), enumerated.
+    /// Every per-segment choice among its needs (and zero), enumerated. With one frame per
+    /// segment the frame's need is kept even when negative (see [`Segments::needs`]).
     fn brute(segments: &[Vec<f64>], budget: usize) -> f64 {
+        let singles = segments.iter().all(|s| s.len() == 1);
         let options: Vec<Vec<f64>> = segments
             .iter()
             .map(|s| {
-                let mut o: Vec<f64> = s.iter().map(|n| n.max(0.0)).collect();
-                o.push(0.0);
+                let mut o: Vec<f64> = if singles {
+                    s.clone()
+                } else {
+                    s.iter().map(|n| n.max(0.0)).collect()
+                };
+                o.push(if singles { s[0].min(0.0) } else { 0.0 });
                 o
             })
             .collect();

@@ -86,14 +86,6 @@ proptest! {
             let (Some(delay), Some(bound)) = (row.summary.mean_delay_ms, row.bound_ms) else {
                 continue;
             };
-            // The bound takes display delays to be at least zero. Under the online clock
-            // estimate a buffer that picks by arrival (fishnet's queue, geckos' own offset) can
-            // show a sample "before it was sent" on these few-packet traces (a negative mean
-            // sample age), and go below the bound; such rows are not held to it here (an open
-            // item of issue 18, docs/bound.md; the cases are kept in bound.proptest-regressions).
-            if row.summary.mean_sample_age_ms.is_some_and(|age| age < 0.0) {
-                continue;
-            }
             prop_assert!(
                 delay >= bound - TOLERANCE_MS,
                 "{}: mean delay {delay:.3} ms below the bound {bound:.3} ms ({:?})",

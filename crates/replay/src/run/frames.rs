@@ -397,7 +397,8 @@ impl FrameSource for PlannedFrames<'_> {
 impl FramePlan {
     /// For each planned frame from the first arrival to the last (`(local time, ms)`), the
     /// least display delay at which it could interpolate: its sender-clock time less the
-    /// newest send time arrived by then, at least zero. What [`crate::bound`] optimises over.
+    /// newest send time arrived by then (negative when the clock mapping puts that sample in the
+    /// future). What [`crate::bound`] optimises over.
     pub(crate) fn needs_ms(&self, prepared: &Prepared<'_>) -> Vec<(Nanos, f64)> {
         let arrivals = &prepared.arrivals;
         let mut out = Vec::with_capacity(self.times.len());
@@ -414,7 +415,7 @@ impl FramePlan {
             }
             if let Some(n) = newest {
                 let need = (at + offset - n).as_nanos() as f64 * 1e-6;
-                out.push((at, need.max(0.0)));
+                out.push((at, need));
             }
         }
         out
