@@ -10,8 +10,8 @@
 //! or late) when `d` is below its need. Given a budget of starved frames, the bound is the
 //! least mean `d` any policy could reach when its delay
 //!
-//! - is constant within each **segment** (N-second windows, or talkspurts, cut by the
-//!   caller) and changes only between segments: [`Segments`], exact. Per segment the only
+//! - is constant within each **segment** (N-second windows, [`Segments::windows`], or
+//!   talkspurts, [`Segments::talkspurts`]) and changes only between segments: [`Segments`], exact. Per segment the only
 //!   useful delays are its sorted needs (starving its `k` largest needs costs `n · need(k+1)`),
 //!   and the allocation of the budget over segments is a knapsack solved exactly by dynamic
 //!   programming over the budget ([`Segments::curve`]); beyond [`EXACT_WORK`] steps the
@@ -66,6 +66,22 @@ impl Segments {
             if current != Some(k) {
                 needs.push(Vec::new());
                 current = Some(k);
+            }
+            if let Some(last) = needs.last_mut() {
+                last.push(need);
+            }
+        }
+        Self { needs }
+    }
+
+    /// Cuts `frames` (local time, need in ms), in order, into talkspurts: a new segment at
+    /// every frame whose `starts` entry is true (and at the first frame). Moon, Kurose and
+    /// Towsley's class: the delay changes only at the start of a talkspurt.
+    pub fn talkspurts(frames: &[(Nanos, f64)], starts: &[bool]) -> Self {
+        let mut needs: Vec<Vec<f64>> = Vec::new();
+        for (i, &(_, need)) in frames.iter().enumerate() {
+            if needs.is_empty() || starts.get(i).copied().unwrap_or(false) {
+                needs.push(Vec::new());
             }
             if let Some(last) = needs.last_mut() {
                 last.push(need);

@@ -130,6 +130,10 @@ pub struct Row {
     /// class), ms: a tighter floor for that class, which policies that adapt within a window
     /// can go below.
     pub window_bound_ms: Option<f64>,
+    /// Playout rows: the least mean delay at the same share for a policy whose delay changes
+    /// only when a talkspurt starts (the RTP marker bit, or sound after comfort noise): Moon,
+    /// Kurose and Towsley's own class, ms. `None` for snapshot rows.
+    pub talkspurt_bound_ms: Option<f64>,
     /// The row's mean delay minus [`Row::bound_ms`], ms: how far the configuration is from
     /// the best possible at its own share.
     pub regret_ms: Option<f64>,
@@ -145,6 +149,7 @@ impl Row {
         };
         self.bound_ms = bounds.any.at_share(share);
         self.window_bound_ms = bounds.window.at_share(share);
+        self.talkspurt_bound_ms = bounds.talkspurt.at_share(share);
         self.regret_ms = delay.zip(self.bound_ms).map(|(d, b)| d - b);
         self
     }
@@ -157,6 +162,9 @@ pub struct Bounds {
     pub any: Curve,
     /// The delay constant within [`DEFAULT_WINDOW`] windows ([`Row::window_bound_ms`]).
     pub window: Curve,
+    /// Playout only: the delay constant within each talkspurt
+    /// ([`Row::talkspurt_bound_ms`]); empty for snapshot traces.
+    pub talkspurt: Curve,
 }
 
 impl Bounds {
@@ -170,6 +178,7 @@ impl Bounds {
         Self {
             any: any.curve(),
             window: window.curve(),
+            talkspurt: Curve::default(),
         }
     }
 }
@@ -190,20 +199,27 @@ fn snapshot_curve(trace: &SweepTrace<'_>, plans: &[FramePlan]) -> Bounds {
 /// arrived: no delay saves it), its windows by send time.
 pub fn playout_curve(trace: &PlayoutTrace<'_>) -> Bounds {
     let mut all = Vec::new();
+    let mut talkspurts = Segments::default();
     for stream in &trace.streams {
         let frames: Vec<(jitterlab_capture::Nanos, f64)> = stream
             .slots()
             .iter()
             .map(|s| {
+                // A slot plays at send time + a delay that is never negative: a need below
+                // zero (a packet "early" for the clock mapping) counts as zero.
                 let need = s.arrival.map_or(0.0, |a| {
                     (a + stream.offset - s.send).as_nanos() as f64 * 1e-6
                 });
-                (s.send, need)
+                (s.send, need.max(0.0))
             })
             .collect();
+        let starts: Vec<bool> = stream.slots().iter().map(|s| s.talkspurt).collect();
+        talkspurts.extend(Segments::talkspurts(&frames, &starts));
         all.push(frames);
     }
-    Bounds::of(&all)
+    let mut bounds = Bounds::of(&all);
+    bounds.talkspurt = talkspurts.curve();
+    bounds
 }
 
 /// The bounds of one snapshot trace under `frames` and `clock` (what [`run`] attaches to
@@ -313,6 +329,7 @@ pub fn run(
                         playout: None,
                         bound_ms: None,
                         window_bound_ms: None,
+                        talkspurt_bound_ms: None,
                         regret_ms: None,
                     }
                     .with_bound(&curves[t])
@@ -376,6 +393,7 @@ pub fn run_playout(
                 playout: Some(total.report()),
                 bound_ms: None,
                 window_bound_ms: None,
+                talkspurt_bound_ms: None,
                 regret_ms: None,
             }
             .with_bound(&curves[t]))

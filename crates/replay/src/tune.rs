@@ -510,6 +510,7 @@ mod tests {
             playout: None,
             bound_ms: None,
             window_bound_ms: None,
+            talkspurt_bound_ms: None,
             regret_ms: None,
         }
     }

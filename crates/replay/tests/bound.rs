@@ -118,13 +118,14 @@ proptest! {
             encoding: Some("PCMA".into()),
             payload_type: Some(8),
         };
-        // As RTP audio: 8 kHz timestamps of the send times.
+        // As RTP audio: 8 kHz timestamps of the send times, a talkspurt every 17 packets.
         let samples: Vec<Sample> = samples
             .into_iter()
             .map(|s| Sample {
                 payload_type: Some(8),
                 rtp_clock: 8000,
                 rtp_timestamp: s.send.as_nanos() / 125_000,
+                marker: s.seq % 17 == 0,
                 ..s
             })
             .collect();
@@ -150,10 +151,18 @@ proptest! {
             prop_assert!((row.regret_ms.unwrap() - (delay - bound)).abs() < 1e-9);
             let window = row.window_bound_ms.unwrap();
             prop_assert!(window >= bound - 1e-9);
+            // A fixed delay is constant in every talkspurt too.
+            let talkspurt = row.talkspurt_bound_ms.unwrap();
+            prop_assert!(talkspurt >= bound - 1e-9);
             if policies[row.config].name() == "fixed" {
                 prop_assert!(
                     delay >= window - TOLERANCE_MS,
                     "{}: mean delay {delay:.3} ms below the window bound {window:.3} ms",
+                    policies[row.config]
+                );
+                prop_assert!(
+                    delay >= talkspurt - TOLERANCE_MS,
+                    "{}: mean delay {delay:.3} ms below the talkspurt bound {talkspurt:.3} ms",
                     policies[row.config]
                 );
             }
@@ -220,4 +229,53 @@ fn the_best_fixed_delay_sits_on_the_window_bound_of_a_steady_stream() {
     // the row counts at the trace's ends: a little below the sawtooth's mean.)
     assert!((any - 110.0 / 3.0).abs() < 0.5, "{any}");
     assert!((best.regret_ms.unwrap() - (delay - any)).abs() < 1e-9 && delay - any > 15.0);
+}
+
+/// The per-talkspurt bound by hand: six 20 ms slots whose transits are 10, 25, 10, 40, 20 and
+/// 10 ms (needs over the fastest: 0, 15, 0, 30, 10, 0), a talkspurt starting at the fourth
+/// (its marker bit). Nothing late: each talkspurt at its largest need, (3·15 + 3·30) / 6 =
+/// 22.5 ms; one late (the 30): (3·15 + 3·10) / 6 = 12.5 ms. One window holds all six: 30 and
+/// 15 ms. Any policy: 55 / 6 and 25 / 6 ms.
+#[test]
+fn the_talkspurt_bound_by_hand() {
+    let transits = [10, 25, 10, 40, 20, 10];
+    let samples: Vec<Sample> = transits
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            let send = Nanos::from_millis(20 * i as i64);
+            Sample {
+                payload_type: Some(8),
+                rtp_clock: 8000,
+                rtp_timestamp: send.as_nanos() / 125_000,
+                marker: i == 3,
+                ..Sample::new(0, i as i64, send, send + Nanos::from_millis(t))
+            }
+        })
+        .collect();
+    let media = Media {
+        kind: Some(MediaKind::Audio),
+        clock_rate: Some(8000),
+        encoding: Some("PCMA".into()),
+        payload_type: Some(8),
+    };
+    let trace = PlayoutTrace {
+        name: "by hand".into(),
+        streams: vec![PlayoutStream::with_clock(
+            0,
+            &samples,
+            media,
+            ClockMapping::Hindsight,
+        )],
+    };
+    let bounds = sweep::playout_curve(&trace);
+    let close = |got: Option<f64>, want: f64| {
+        assert!((got.unwrap() - want).abs() < 1e-9, "{got:?} vs {want}");
+    };
+    close(bounds.talkspurt.mean(0), 22.5);
+    close(bounds.talkspurt.mean(1), 12.5);
+    close(bounds.window.mean(0), 30.0);
+    close(bounds.window.mean(1), 15.0);
+    close(bounds.any.mean(0), 55.0 / 6.0);
+    close(bounds.any.mean(1), 25.0 / 6.0);
 }

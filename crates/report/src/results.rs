@@ -87,6 +87,10 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 r.window_bound_ms.map_or(Value::Null, Value::from),
             );
             m.insert(
+                "talkspurt_bound_ms".into(),
+                r.talkspurt_bound_ms.map_or(Value::Null, Value::from),
+            );
+            m.insert(
                 "regret_ms".into(),
                 r.regret_ms.map_or(Value::Null, Value::from),
             );
@@ -421,6 +425,7 @@ mod tests {
                 playout: None,
                 bound_ms: (i != 3).then_some(40.25 + i as f64),
                 window_bound_ms: (i != 3).then_some(45.5),
+                talkspurt_bound_ms: None,
                 regret_ms: (i != 3).then_some(10.25),
             })
             .collect();
@@ -458,6 +463,7 @@ mod tests {
             playout: None,
             bound_ms: Some(bound),
             window_bound_ms: Some(bound + 1.0),
+            talkspurt_bound_ms: None,
             regret_ms: Some(5.0),
         };
         let rows = vec![
@@ -510,6 +516,7 @@ mod tests {
                 playout: None,
                 bound_ms: None,
                 window_bound_ms: None,
+                talkspurt_bound_ms: None,
                 regret_ms: None,
             })
             .collect();
@@ -847,6 +854,7 @@ pub fn read_results(path: &Path) -> Result<SweepTable, Error> {
             playout,
             bound_ms: number("bound_ms"),
             window_bound_ms: number("window_bound_ms"),
+            talkspurt_bound_ms: number("talkspurt_bound_ms"),
             regret_ms: number("regret_ms"),
         });
     }

@@ -574,7 +574,7 @@ fn playout_rows_carry_the_bound_and_the_regret_computed_by_hand() {
             "fixed:delay=10ms|15ms|60ms",
         ],
     );
-    let got: Vec<(f64, f64, f64, f64)> = rows
+    let got: Vec<(f64, f64, f64, f64, f64)> = rows
         .iter()
         .map(|r| {
             let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
@@ -582,16 +582,18 @@ fn playout_rows_carry_the_bound_and_the_regret_computed_by_hand() {
                 f("mean_delay_ms"),
                 f("bound_ms"),
                 f("window_bound_ms"),
+                f("talkspurt_bound_ms"),
                 f("regret_ms"),
             )
         })
         .collect();
+    // No marker bit: one talkspurt, the same as the one window.
     assert_eq!(
         got,
         [
-            (10.0, 2.0, 10.0, 8.0),
-            (15.0, 5.0, 15.0, 10.0),
-            (60.0, 5.0, 15.0, 55.0)
+            (10.0, 2.0, 10.0, 10.0, 8.0),
+            (15.0, 5.0, 15.0, 15.0, 10.0),
+            (60.0, 5.0, 15.0, 15.0, 55.0)
         ]
     );
 }

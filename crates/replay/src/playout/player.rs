@@ -163,6 +163,7 @@ mod tests {
             duration: Nanos::from_millis(20),
             size: 160,
             silent: false,
+            talkspurt: seq == 0,
         }
     }
 

@@ -92,6 +92,10 @@ pub struct Slot {
     pub size: u32,
     /// Comfort noise: the sender was silent here.
     pub silent: bool,
+    /// The slot starts a talkspurt: the first slot, one whose packet carries the RTP marker
+    /// bit (RFC 3551 §4.1: the first packet after a silence), or the first sound after
+    /// comfort noise. What the per-talkspurt bound ([`crate::bound`]) segments by.
+    pub talkspurt: bool,
 }
 
 /// Units set aside or repaired while preparing a stream, by reason, for the output to say.
@@ -418,6 +422,7 @@ fn slots_of(units: &[Sample], media: &Media, prepared: &mut Prepared) -> Vec<Slo
                 duration: Nanos::ZERO,
                 size: here.size,
                 silent: is_comfort_noise(here),
+                talkspurt: here.marker,
             }
         } else {
             let next = known[k + 1];
@@ -432,10 +437,12 @@ fn slots_of(units: &[Sample], media: &Media, prepared: &mut Prepared) -> Vec<Slo
                 duration: Nanos::ZERO,
                 size: 0,
                 silent: here.payload_type == Some(13),
+                talkspurt: false,
             }
         });
     }
     for i in 0..out.len() {
+        out[i].talkspurt |= i == 0 || (out[i - 1].silent && !out[i].silent);
         out[i].duration = match (out.get(i + 1), i.checked_sub(1).map(|j| out[j])) {
             (Some(next), _) => next.send - out[i].send,
             (None, Some(prev)) => out[i].send - prev.send,
