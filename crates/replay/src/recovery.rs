@@ -105,7 +105,7 @@ pub fn detect(packets: impl IntoIterator<Item = (Nanos, Nanos)>, rule: &SpikeRul
 }
 
 /// One spike being followed through a replay.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Episode {
     end: Nanos,
     before: Nanos,
@@ -113,7 +113,7 @@ struct Episode {
 }
 
 /// Accumulates the recovery figures of one replay, frame by frame (see the module docs).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Recovery {
     /// The next spike of the stream not yet reached.
     next: usize,

@@ -37,9 +37,26 @@ pub fn stream_spikes(decoded: &Decoded, stream: u32) -> Vec<(f64, f64, Spike)> {
         .collect()
 }
 
+/// A run's recovery figures: its playout's in playout mode, else its replay's.
+fn recovery_of(r: &Run) -> &jitterlab_replay::recovery::RecoverySummary {
+    r.playout
+        .as_ref()
+        .map_or(&r.summary.recovery, |p| &p.report.recovery)
+}
+
+/// A run's (time s, delay ms) points: every slot's playout delay in playout mode, else every
+/// frame's display delay.
+fn delays_of(r: &Run) -> Box<dyn Iterator<Item = (f64, f64)> + '_> {
+    match &r.playout {
+        Some(p) => Box::new(p.delay.iter().copied()),
+        None => Box::new(r.log.t.iter().copied().zip(r.log.delay_ms.iter().copied())),
+    }
+}
+
 /// One panel per network spike or outage (the four largest): every configuration's
-/// display delay from a second before the spike to three seconds after it, the spike's span
-/// marked; the legend carries each configuration's recovery figures over the whole stream.
+/// display delay (playout mode: playout delay) from a second before the spike to three
+/// seconds after it, the spike's span marked; the legend carries each configuration's
+/// recovery figures over the whole stream.
 pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
     let mut spikes = stream_spikes(decoded, stream);
     let found = spikes.len();
@@ -47,7 +64,7 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
     spikes.truncate(MAX_PANELS);
     spikes.sort_by(|a, b| a.0.total_cmp(&b.0));
     let legend = |r: &Run| {
-        let s = &r.summary.recovery;
+        let s = recovery_of(r);
         let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0} ms"));
         format!(
             "{}: recovery mean {} max {}, unrecovered {}, inflation {}",
@@ -70,7 +87,7 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
                     label: legend(r),
                     color: i,
                     style: Style::Line,
-                    points: r.log.t.iter().copied().zip(r.log.delay_ms.iter().copied()).collect(),
+                    points: delays_of(r).collect(),
                 })
                 .collect(),
             note: Some("no spike found: transit never rose 50 ms above its baseline, no arrival gap over 200 ms".into()),
@@ -88,13 +105,9 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
                         label: legend(r),
                         color: i,
                         style: Style::Line,
-                        points: r
-                            .log
-                            .t
-                            .iter()
-                            .zip(&r.log.delay_ms)
-                            .filter(|(t, _)| (lo..=hi).contains(*t))
-                            .map(|(t, d)| (t - from, *d))
+                        points: delays_of(r)
+                            .filter(|(t, _)| (lo..=hi).contains(t))
+                            .map(|(t, d)| (t - from, d))
                             .collect(),
                     })
                     .collect();
@@ -212,6 +225,25 @@ mod tests {
         for s in &p.series[..2] {
             assert!(!s.points.is_empty());
             assert!(s.points.iter().all(|(t, _)| (-1.0..=3.35).contains(t)));
+        }
+
+        // Played as discrete frames: the playout delay (a fixed delay's, at every slot) and
+        // the playout's own recovery figures.
+        let played = crate::play_policies(
+            &decoded,
+            0,
+            &policies,
+            ClockMapping::Hindsight,
+            jitterlab_replay::playout::QualityOptions::default(),
+        )
+        .unwrap();
+        let fig = recovery_figure(&decoded, 0, &played);
+        let p = &fig.panels[0];
+        assert!(p.title.contains("350 ms long"), "{}", p.title);
+        for (s, want) in p.series[..2].iter().zip([100.0, 300.0]) {
+            assert!(!s.points.is_empty());
+            assert!(s.points.iter().all(|&(_, d)| (d - want).abs() < 1e-6));
+            assert!(s.label.contains("unrecovered 0"), "{}", s.label);
         }
     }
 }

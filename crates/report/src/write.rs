@@ -121,12 +121,12 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
             "Error distribution",
             Box::new(move || error_cdf_figure(runs)),
         ));
-        makers.push((
-            "recovery.png",
-            "Recovery after network spikes",
-            Box::new(move || crate::recovery::recovery_figure(decoded, stream, runs)),
-        ));
     }
+    makers.push((
+        "recovery.png",
+        "Recovery after network spikes",
+        Box::new(move || crate::recovery::recovery_figure(decoded, stream, runs)),
+    ));
     if let Some(sweep) = sweep {
         makers.push((
             "pareto.png",

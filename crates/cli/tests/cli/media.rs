@@ -140,6 +140,7 @@ fn playout_sweep_rows_read_back_and_match_replay() {
         assert!(report.join("playout-timeline.png").exists());
         assert!(report.join("pareto.png").exists());
         assert!(report.join("mos.png").exists());
+        assert!(report.join("recovery.png").exists());
         assert!(!report.join("buffer-depth.png").exists());
     }
     let rows: Value =

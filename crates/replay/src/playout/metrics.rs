@@ -30,6 +30,9 @@ pub struct PlayoutMetrics {
     pub quality: Option<Quality>,
     /// Video: the webrtc-stats video figures (frames, freezes, pauses, inter-frame delays).
     pub video: Option<VideoStats>,
+    /// Recovery after the network's spikes: the playout delay back within 5 ms of its level
+    /// before, concealed slots in place of held frames (`docs/recovery.md`).
+    pub recovery: crate::recovery::Recovery,
 }
 
 impl PlayoutMetrics {
@@ -81,6 +84,7 @@ impl PlayoutMetrics {
                 continue;
             };
             let delay = at - (slot.send - stream.offset);
+            m.recovery.frame(stream.spikes(), at, Some(delay), !played);
             if all_at_target && Some(delay) == constant {
                 // Counted below in one go.
             } else {
@@ -105,6 +109,7 @@ impl PlayoutMetrics {
         if all_at_target && let Some(d) = constant {
             m.delay.add_n(d.as_millis_f64(), run.events.len() as u64);
         }
+        m.recovery.finish();
         m
     }
 
@@ -112,6 +117,7 @@ impl PlayoutMetrics {
     pub fn merge(&mut self, o: &Self) {
         self.summary.merge(&o.summary);
         self.delay.merge(&o.delay);
+        self.recovery.merge(&o.recovery);
         self.buffer.0 += o.buffer.0;
         self.buffer.1 += o.buffer.1;
         self.target.0 += o.target.0;
@@ -146,6 +152,7 @@ impl PlayoutMetrics {
             r_factor: self.quality.map(|q| q.emodel.r_factor),
             quality: self.quality,
             video: self.video,
+            recovery: self.recovery.summary(),
         }
     }
 }
@@ -276,6 +283,10 @@ pub struct PlayoutReport {
     /// Video: the webrtc-stats video figures (`docs/media/video.md`); written, not read back.
     #[serde(skip_deserializing)]
     pub video: Option<VideoStats>,
+    /// Recovery after the network's spikes (`docs/recovery.md`): concealed slots count as
+    /// held frames.
+    #[serde(default)]
+    pub recovery: crate::recovery::RecoverySummary,
 }
 
 #[cfg(test)]
@@ -292,6 +303,42 @@ mod tests {
             Nanos::from_millis(send_ms),
             Nanos::from_millis(arrival_ms),
         )
+    }
+
+    /// Recovery in playout, by hand: 20 ms frames with a 20 ms transit, except that those sent
+    /// from 1000 to 1340 ms all arrive at 1370 ms (an outage; the spike runs from the last
+    /// normal arrival, 1000 ms, to 1370 ms, when the frame sent at 1340 ms is back within
+    /// 25 ms of the baseline). A fixed 40 ms delay plays each frame at send + 60 ms: those sent
+    /// 1000–1300 ms (16) are concealed in a row, the one sent at 1320 ms plays at 1380 ms at
+    /// its old delay, 10 ms after the spike's end.
+    #[test]
+    fn playout_recovers_after_an_outage_as_computed_by_hand() {
+        let samples: Vec<Sample> = (0..100)
+            .map(|i| {
+                let send = 20 * i;
+                let arrival = if (1000..=1340).contains(&send) {
+                    1370
+                } else {
+                    send + 20
+                };
+                frame(i, send, arrival)
+            })
+            .collect();
+        let offset = Nanos::from_millis(-20);
+        let stream = PlayoutStream::plain(&samples, offset);
+        assert_eq!(stream.spikes().len(), 1);
+        let delay = Nanos::from_millis(40);
+        let events = playout_slots(stream.slots(), delay, offset);
+        let m = PlayoutMetrics::measure(
+            &stream,
+            &PlayoutRun::fixed(events, delay),
+            QualityOptions::default(),
+        );
+        let r = m.report().recovery;
+        assert_eq!((r.spikes, r.unrecovered), (1, 0));
+        assert_eq!(r.worst_hold_run_after_spike, 16);
+        assert_eq!(r.max_recovery_ms, Some(10.0));
+        assert_eq!(r.inflation_ms, Some(0.0));
     }
 
     /// 20 ms frames with transit 10 ms, except frame 2 (40 ms late) and frame 4 (lost); the

@@ -135,6 +135,9 @@ pub struct PlayoutStream<'a> {
     /// Video: how frames were assembled (its counts and inactive spans; the frames
     /// themselves are the [`PlayoutStream::units`]).
     pub frames: Option<crate::video::Assembly>,
+    /// The spikes and outages of the units' network delay ([`crate::recovery::detect`]),
+    /// found once for every configuration's recovery figures.
+    spikes: Vec<crate::recovery::Spike>,
 }
 
 impl<'a> PlayoutStream<'a> {
@@ -163,7 +166,12 @@ impl<'a> PlayoutStream<'a> {
         };
         let units = rebase(units, &mut prepared);
         let slots = slots_of(&units, &media, &mut prepared);
+        let spikes = crate::recovery::detect(
+            units.iter().map(|u| (u.arrival, u.send)),
+            &crate::recovery::SpikeRule::default(),
+        );
         Self {
+            spikes,
             id,
             media,
             offset,
@@ -192,6 +200,11 @@ impl<'a> PlayoutStream<'a> {
     /// A stream with no media information (tests, game input): the samples as they are.
     pub fn plain(samples: &'a [Sample], offset: Nanos) -> Self {
         Self::new(0, samples, Media::default(), offset)
+    }
+
+    /// The spikes and outages found in the units' network delay, on the local clock.
+    pub fn spikes(&self) -> &[crate::recovery::Spike] {
+        &self.spikes
     }
 
     /// The units that play, in arrival order.
