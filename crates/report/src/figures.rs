@@ -4,7 +4,6 @@ use std::collections::BTreeSet;
 
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::stats::Jitter;
-use jitterlab_replay::Mode;
 use jitterlab_replay::playout::{first_arrivals, frame_slots};
 
 use crate::figure::{Figure, Panel, Series, Style};
@@ -181,42 +180,33 @@ pub fn histogram(values: &[f64], bins: usize) -> Vec<(f64, f64)> {
 /// Per configuration on one time axis: display delay, time buffered ahead, and a strip of the
 /// frames that were not interpolated (hold, extrapolate, empty), so stalls show at a glance.
 pub fn timeline_figure(runs: &[Run]) -> Figure {
-    let overlay = |pick: &dyn Fn(&Run) -> &[f64]| -> Vec<Series> {
+    let overlay = |pick: &dyn Fn(&Run) -> &[(f64, f64)]| -> Vec<Series> {
         runs.iter()
             .enumerate()
             .map(|(i, r)| Series {
                 label: r.label.clone(),
                 color: i,
                 style: Style::Line,
-                points: r
-                    .log
-                    .t
-                    .iter()
-                    .copied()
-                    .zip(pick(r).iter().copied())
-                    .collect(),
+                points: pick(r).to_vec(),
             })
             .collect()
     };
     let mut modes = Vec::new();
-    for (mode, colour, name) in [
-        (Mode::Hold, 5, "hold"),
-        (Mode::Extrapolate, 1, "extrapolate"),
-        (Mode::Empty, 7, "empty"),
-    ] {
+    for (k, (colour, name)) in [(5, "hold"), (1, "extrapolate"), (7, "empty")]
+        .into_iter()
+        .enumerate()
+    {
         let points: Vec<(f64, f64)> = runs
             .iter()
             .enumerate()
             .flat_map(|(i, r)| {
-                r.log
-                    .t
+                r.log.not_interpolated[k]
+                    .0
                     .iter()
-                    .zip(&r.log.mode)
-                    .filter(move |(_, m)| **m == mode)
-                    .map(move |(t, _)| (*t, i as f64))
+                    .map(move |&t| (t, i as f64))
             })
             .collect();
-        let n = points.len();
+        let n: u64 = runs.iter().map(|r| r.log.not_interpolated[k].1).sum();
         modes.push(Series {
             label: format!("{name} ({n} frames)"),
             color: colour,
@@ -265,32 +255,11 @@ pub fn error_cdf_figure(runs: &[Run]) -> Figure {
     let series = runs
         .iter()
         .enumerate()
-        .map(|(i, r)| {
-            let mut e: Vec<f64> = r
-                .log
-                .error
-                .iter()
-                .copied()
-                .filter(|v| v.is_finite())
-                .collect();
-            e.sort_by(f64::total_cmp);
-            let n = e.len();
-            let step = (n / 4000).max(1);
-            let mut points: Vec<(f64, f64)> = e
-                .iter()
-                .enumerate()
-                .step_by(step)
-                .map(|(k, &v)| (v, (k + 1) as f64 / n as f64))
-                .collect();
-            if let Some(&last) = e.last() {
-                points.push((last, 1.0));
-            }
-            Series {
-                label: r.label.clone(),
-                color: i,
-                style: Style::Line,
-                points,
-            }
+        .map(|(i, r)| Series {
+            label: r.label.clone(),
+            color: i,
+            style: Style::Line,
+            points: r.log.errors.cdf(4000),
         })
         .collect();
     Figure::new(
@@ -398,7 +367,7 @@ pub fn playout_timeline_figure(runs: &[Run]) -> Figure {
             }
             if !log.late.is_empty() {
                 series.push(Series {
-                    label: format!("late ({})", log.late.len()),
+                    label: format!("late ({})", log.lost_late.1),
                     color: 5,
                     style: Style::Crosses,
                     points: log.late.clone(),
@@ -406,7 +375,7 @@ pub fn playout_timeline_figure(runs: &[Run]) -> Figure {
             }
             if !log.lost.is_empty() {
                 series.push(Series {
-                    label: format!("never arrived ({})", log.lost.len()),
+                    label: format!("never arrived ({})", log.lost_late.0),
                     color: 3,
                     style: Style::Dots,
                     points: log.lost.clone(),
@@ -483,11 +452,11 @@ fn per_run_figure(
     title: &str,
     y_label: &str,
     style: Style,
-    pick: impl Fn(&Run) -> &[f64],
+    pick: impl Fn(&Run) -> &[(f64, f64)],
 ) -> Figure {
     let (mut lo, mut hi) = (0.0f64, 0.0f64);
     for r in runs {
-        for &v in pick(r) {
+        for &(_, v) in pick(r) {
             if v.is_finite() {
                 lo = lo.min(v);
                 hi = hi.max(v);
@@ -513,13 +482,7 @@ fn per_run_figure(
                 label: String::new(),
                 color: i,
                 style,
-                points: r
-                    .log
-                    .t
-                    .iter()
-                    .copied()
-                    .zip(pick(r).iter().copied())
-                    .collect(),
+                points: pick(r).to_vec(),
             }],
             // A shared y scale, so configurations compare at a glance.
             y_range: (hi > lo).then_some((if lo < 0.0 { lo - pad } else { 0.0 }, hi + pad)),

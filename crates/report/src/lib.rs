@@ -24,6 +24,7 @@
 //! # Ok::<(), jitterlab_report::Error>(())
 //! ```
 
+pub mod envelope;
 mod error;
 pub mod figure;
 pub mod figures;

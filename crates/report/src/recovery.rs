@@ -37,6 +37,28 @@ pub fn stream_spikes(decoded: &Decoded, stream: u32) -> Vec<(f64, f64, Spike)> {
         .collect()
 }
 
+/// The spikes the figure draws (the [`MAX_PANELS`] largest, in time order) and how many were
+/// found.
+pub fn panel_spikes(decoded: &Decoded, stream: u32) -> (usize, Vec<(f64, f64, Spike)>) {
+    let mut spikes = stream_spikes(decoded, stream);
+    let found = spikes.len();
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.2.peak.max(s.2.end - s.2.start)));
+    spikes.truncate(MAX_PANELS);
+    spikes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    (found, spikes)
+}
+
+/// The time windows (s since the first arrival) the figure's panels show: from a second
+/// before each drawn spike to three seconds after it. What the report's logs keep at a finer
+/// resolution.
+pub fn panel_windows(decoded: &Decoded, stream: u32) -> Vec<(f64, f64)> {
+    panel_spikes(decoded, stream)
+        .1
+        .iter()
+        .map(|&(from, to, _)| (from - BEFORE_S, to + AFTER_S))
+        .collect()
+}
+
 /// A run's recovery figures: its playout's in playout mode, else its replay's.
 fn recovery_of(r: &Run) -> &jitterlab_replay::recovery::RecoverySummary {
     r.playout
@@ -45,11 +67,13 @@ fn recovery_of(r: &Run) -> &jitterlab_replay::recovery::RecoverySummary {
 }
 
 /// A run's (time s, delay ms) points: every slot's playout delay in playout mode, else every
-/// frame's display delay.
-fn delays_of(r: &Run) -> Box<dyn Iterator<Item = (f64, f64)> + '_> {
-    match &r.playout {
-        Some(p) => Box::new(p.delay.iter().copied()),
-        None => Box::new(r.log.t.iter().copied().zip(r.log.delay_ms.iter().copied())),
+/// frame's display delay; `near` the spikes, the finer points kept around them.
+fn delays_of(r: &Run, near: bool) -> &[(f64, f64)] {
+    match (&r.playout, near) {
+        (Some(p), true) => &p.around_spikes,
+        (Some(p), false) => &p.delay,
+        (None, true) => &r.log.around_spikes,
+        (None, false) => &r.log.delay_ms,
     }
 }
 
@@ -58,11 +82,7 @@ fn delays_of(r: &Run) -> Box<dyn Iterator<Item = (f64, f64)> + '_> {
 /// seconds after it, the spike's span marked; the legend carries each configuration's
 /// recovery figures over the whole stream.
 pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
-    let mut spikes = stream_spikes(decoded, stream);
-    let found = spikes.len();
-    spikes.sort_by_key(|s| std::cmp::Reverse(s.2.peak.max(s.2.end - s.2.start)));
-    spikes.truncate(MAX_PANELS);
-    spikes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (found, spikes) = panel_spikes(decoded, stream);
     let legend = |r: &Run| {
         let s = recovery_of(r);
         let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0} ms"));
@@ -87,7 +107,7 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
                     label: legend(r),
                     color: i,
                     style: Style::Line,
-                    points: delays_of(r).collect(),
+                    points: delays_of(r, false).to_vec(),
                 })
                 .collect(),
             note: Some("no spike found: transit never rose 50 ms above its baseline, no arrival gap over 200 ms".into()),
@@ -105,9 +125,10 @@ pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
                         label: legend(r),
                         color: i,
                         style: Style::Line,
-                        points: delays_of(r)
+                        points: delays_of(r, true)
+                            .iter()
                             .filter(|(t, _)| (lo..=hi).contains(t))
-                            .map(|(t, d)| (t - from, d))
+                            .map(|&(t, d)| (t - from, d))
                             .collect(),
                     })
                     .collect();

@@ -10,23 +10,114 @@ use jitterlab_replay::{
 use rayon::prelude::*;
 
 use crate::Error;
+use crate::envelope::{Envelope, Sketch};
 
-/// Per-frame values of one replay, for plotting. Times are seconds since the stream's first
-/// arrival; NaN marks "no value".
+/// Per-frame values of one replay, for plotting, reduced while recorded so that memory
+/// follows the figure's width, not the trace's length ([`crate::envelope`]). Times are
+/// seconds since the stream's first arrival; NaN marks "no value".
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FrameLog {
-    /// Local frame time, s.
-    pub t: Vec<f64>,
-    /// Samples buffered ahead of the target.
-    pub depth: Vec<f64>,
-    /// Time buffered ahead of the target, ms (negative while starving).
-    pub ahead_ms: Vec<f64>,
-    /// Distance from the reference.
-    pub error: Vec<f64>,
-    /// Display delay, ms.
-    pub delay_ms: Vec<f64>,
-    /// How each frame was shown.
-    pub mode: Vec<Mode>,
+    /// (time s, display delay ms).
+    pub delay_ms: Vec<(f64, f64)>,
+    /// (time s, time buffered ahead of the target ms; negative while starving).
+    pub ahead_ms: Vec<(f64, f64)>,
+    /// (time s, distance from the reference).
+    pub error: Vec<(f64, f64)>,
+    /// The error's distribution (finite values).
+    pub errors: Sketch,
+    /// Times (s) of the frames held, extrapolated and empty, reduced, and how many of each.
+    pub not_interpolated: [(Vec<f64>, u64); 3],
+    /// (time s, display delay ms) around the network's largest spikes
+    /// ([`crate::recovery::panel_spikes`]), at a finer resolution than `delay_ms`.
+    pub around_spikes: Vec<(f64, f64)>,
+}
+
+/// The modes [`FrameLog::not_interpolated`] counts, in its order.
+pub const NOT_INTERPOLATED: [Mode; 3] = [Mode::Hold, Mode::Extrapolate, Mode::Empty];
+
+/// Builds a [`FrameLog`] frame by frame.
+#[derive(Clone, Debug)]
+struct FrameLogger {
+    delay: Envelope,
+    ahead: Envelope,
+    error: Envelope,
+    errors: Sketch,
+    modes: [(Envelope, u64); 3],
+    spikes: SpikeWindows,
+}
+
+impl FrameLogger {
+    fn new(span: (f64, f64), spikes: SpikeWindows) -> Self {
+        Self {
+            delay: Envelope::over(span),
+            ahead: Envelope::over(span),
+            error: Envelope::over(span),
+            errors: Sketch::default(),
+            modes: std::array::from_fn(|_| (Envelope::over(span), 0)),
+            spikes,
+        }
+    }
+
+    fn frame(&mut self, t: f64, ahead_ms: f64, error: f64, delay_ms: f64, mode: Mode) {
+        self.delay.push(t, delay_ms);
+        self.ahead.push(t, ahead_ms);
+        self.error.push(t, error);
+        self.errors.add(error);
+        if let Some(k) = NOT_INTERPOLATED.iter().position(|&m| m == mode) {
+            self.modes[k].0.push(t, 0.0);
+            self.modes[k].1 += 1;
+        }
+        self.spikes.push(t, delay_ms);
+    }
+
+    fn finish(self) -> FrameLog {
+        FrameLog {
+            delay_ms: self.delay.finish(),
+            ahead_ms: self.ahead.finish(),
+            error: self.error.finish(),
+            errors: self.errors,
+            not_interpolated: self
+                .modes
+                .map(|(e, n)| (e.finish().into_iter().map(|p| p.0).collect(), n)),
+            around_spikes: self.spikes.finish(),
+        }
+    }
+}
+
+/// Points kept at a finer resolution inside the windows around the largest spikes (each
+/// window its own [`Envelope`]), in time order.
+#[derive(Clone, Debug, Default)]
+struct SpikeWindows {
+    windows: Vec<((f64, f64), Envelope)>,
+}
+
+impl SpikeWindows {
+    /// The windows of stream `stream` of `decoded` the recovery figure draws.
+    fn of(decoded: &Decoded, stream: u32) -> Self {
+        Self {
+            windows: crate::recovery::panel_windows(decoded, stream)
+                .into_iter()
+                .map(|w| (w, Envelope::over(w)))
+                .collect(),
+        }
+    }
+
+    fn push(&mut self, t: f64, y: f64) {
+        if let Some((_, e)) = self
+            .windows
+            .iter_mut()
+            .find(|((lo, hi), _)| (*lo..=*hi).contains(&t))
+        {
+            e.push(t, y);
+        }
+    }
+
+    fn finish(self) -> Vec<(f64, f64)> {
+        self.windows
+            .into_iter()
+            .flat_map(|(_, e)| e.finish())
+            .collect()
+    }
 }
 
 /// One configuration's replay.
@@ -44,8 +135,8 @@ pub struct Run {
     pub playout: Option<PlayoutLog>,
 }
 
-/// Per-slot values of one discrete playout, for plotting. Times are seconds since the
-/// stream's first arrival.
+/// Per-slot values of one discrete playout, for plotting, reduced while recorded as
+/// [`FrameLog`] is. Times are seconds since the stream's first arrival.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlayoutLog {
     /// The playout's figures.
@@ -58,6 +149,10 @@ pub struct PlayoutLog {
     pub lost: Vec<(f64, f64)>,
     /// (play time s, playout delay ms) of slots whose frame came after its play time.
     pub late: Vec<(f64, f64)>,
+    /// How many slots were lost and late (`lost` and `late` are reduced).
+    pub lost_late: (u64, u64),
+    /// (play time s, playout delay ms) around the network's largest spikes.
+    pub around_spikes: Vec<(f64, f64)>,
 }
 
 /// Plays stream `stream` of `decoded` as discrete frames through each policy (each must play
@@ -91,6 +186,14 @@ pub fn play_policies(
         .unwrap_or_default();
     let slots = prepared.slots();
     let first = slots.first().map_or(0, |s| s.seq);
+    let end = prepared
+        .units()
+        .iter()
+        .map(|s| s.arrival)
+        .max()
+        .unwrap_or_default();
+    let span = (0.0, (end - start).as_secs_f64());
+    let windows = SpikeWindows::of(decoded, stream);
     policies
         .par_iter()
         .map(|(label, policy)| {
@@ -99,10 +202,11 @@ pub fn play_policies(
                 .ok_or(jitterlab_replay::Error::NotPlayout {
                     policy: policy.name(),
                 })?;
-            let mut log = PlayoutLog {
-                report: PlayoutMetrics::measure(&prepared, &run, options).report(),
-                ..PlayoutLog::default()
-            };
+            let mut delay = Envelope::over(span);
+            let mut target = Envelope::over(span);
+            let (mut lost, mut late) = (Envelope::over(span), Envelope::over(span));
+            let mut lost_late = (0, 0);
+            let mut around = windows.clone();
             for (i, e) in run.events.iter().enumerate() {
                 let (seq, at) = match *e {
                     PlayoutEvent::Played { seq, at } | PlayoutEvent::Concealed { seq, at, .. } => {
@@ -115,18 +219,34 @@ pub fn play_policies(
                 };
                 let t = (at - start).as_secs_f64();
                 let d = (at - (slot.send - prepared.offset)).as_millis_f64();
-                log.delay.push((t, d));
-                if let Some(target) = run.target(i) {
-                    log.target.push((t, target.as_millis_f64()));
+                delay.push(t, d);
+                around.push(t, d);
+                if let Some(aim) = run.target(i) {
+                    target.push(t, aim.as_millis_f64());
                 }
                 match *e {
                     PlayoutEvent::Concealed {
                         arrived_late: true, ..
-                    } => log.late.push((t, d)),
-                    PlayoutEvent::Concealed { .. } => log.lost.push((t, d)),
+                    } => {
+                        late.push(t, d);
+                        lost_late.1 += 1;
+                    }
+                    PlayoutEvent::Concealed { .. } => {
+                        lost.push(t, d);
+                        lost_late.0 += 1;
+                    }
                     PlayoutEvent::Played { .. } => {}
                 }
             }
+            let log = PlayoutLog {
+                report: PlayoutMetrics::measure(&prepared, &run, options).report(),
+                delay: delay.finish(),
+                target: target.finish(),
+                lost: lost.finish(),
+                late: late.finish(),
+                lost_late,
+                around_spikes: around.finish(),
+            };
             Ok(Run {
                 label: label.clone(),
                 policy: policy.clone(),
@@ -160,12 +280,22 @@ pub fn run_policies(
         .map(|s| s.arrival)
         .min()
         .unwrap_or_default();
+    let end = view
+        .samples
+        .iter()
+        .map(|s| s.arrival)
+        .max()
+        .unwrap_or_default();
+    // Frames run on a little past the last arrival (by the policy's delay): columns of the
+    // same width carry on beyond the span.
+    let span = (0.0, (end - start).as_secs_f64());
+    let windows = SpikeWindows::of(decoded, stream);
     let input = view.stream();
     // Configurations replay independently: one per core.
     policies
         .par_iter()
         .map(|(label, policy)| {
-            let mut log = FrameLog::default();
+            let mut log = FrameLogger::new(span, windows.clone());
             let metrics = Replay::new(FrameClock::clone(frames)).clock(clock).stream(
                 &input,
                 policy,
@@ -173,23 +303,110 @@ pub fn run_policies(
                     if f.startup {
                         return;
                     }
-                    log.t.push((f.at - start).as_secs_f64());
-                    log.depth.push(f.depth as f64);
-                    log.ahead_ms
-                        .push(f.ahead.map_or(f64::NAN, |a| a.as_millis_f64()));
-                    log.error.push(f.error.unwrap_or(f64::NAN));
-                    log.delay_ms
-                        .push(f.delay.map_or(f64::NAN, |d| d.as_millis_f64()));
-                    log.mode.push(f.mode);
+                    log.frame(
+                        (f.at - start).as_secs_f64(),
+                        f.ahead.map_or(f64::NAN, |a| a.as_millis_f64()),
+                        f.error.unwrap_or(f64::NAN),
+                        f.delay.map_or(f64::NAN, |d| d.as_millis_f64()),
+                        f.mode,
+                    );
                 },
             )?;
             Ok(Run {
                 label: label.clone(),
                 policy: policy.clone(),
                 summary: metrics.summary(),
-                log,
+                log: log.finish(),
                 playout: None,
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::COLUMNS;
+    use jitterlab_capture::{Nanos, Sample};
+
+    /// 200,000 snapshots at 100 Hz (2,000 s) with a 20 ms transit, and an outage: nothing
+    /// arrives from 100 s to 100.5 s, the packets sent then arrive at its end.
+    fn long_stream() -> Decoded {
+        let samples: Vec<Sample> = (0..200_000i64)
+            .map(|i| {
+                let send = Nanos::from_millis(10 * i);
+                let arrival = if (10_000..10_050).contains(&i) {
+                    Nanos::from_millis(100_520)
+                } else {
+                    send + Nanos::from_millis(20)
+                };
+                Sample::new(0, i, send, arrival).with_values(vec![i as f64])
+            })
+            .collect();
+        let info = jitterlab_capture::decode::StreamInfo {
+            id: 0,
+            ssrc: None,
+            probe_stream: None,
+            src: None,
+            dst: None,
+            direction: jitterlab_capture::trace::Direction::Unknown,
+            payload_type: None,
+            clock_rate: None,
+            channels: vec!["x".into()],
+            protocol: "probe",
+            lane: None,
+            send_times: true,
+            clock_inferred: None,
+            send_inferred: None,
+            encoding: None,
+            media: None,
+        };
+        Decoded {
+            streams: vec![info],
+            samples,
+            ..Decoded::default()
+        }
+    }
+
+    /// A long replay's log is reduced to the figure's columns, the outage's hold run and its
+    /// delay peak survive, every frame is counted, and the spike's window keeps its frames.
+    #[test]
+    fn a_long_replay_logs_in_bounded_memory_and_keeps_its_spike() {
+        let decoded = long_stream();
+        let policies = vec![("fixed 50".to_owned(), "fixed:delay=50ms".parse().unwrap())];
+        let runs = run_policies(
+            &decoded,
+            0,
+            &policies,
+            &FrameClock::Fps(100.0),
+            ClockMapping::Hindsight,
+        )
+        .unwrap();
+        let log = &runs[0].log;
+        let s = &runs[0].summary;
+        assert!(s.frames > 190_000, "{s:?}");
+        for series in [&log.delay_ms, &log.ahead_ms, &log.error] {
+            assert!(series.len() <= 4 * (COLUMNS + 8), "{}", series.len());
+            assert!(series.windows(2).all(|w| w[0].0 <= w[1].0));
+        }
+        // Held through the outage: the display delay climbs to 500 ms, and the
+        // reduced series still reaches it.
+        let peak = log.delay_ms.iter().map(|p| p.1).fold(0.0f64, f64::max);
+        assert!(
+            (peak - s.max_delay_ms.unwrap()).abs() < 1e-9,
+            "{peak} vs {s:?}"
+        );
+        assert!(peak >= 450.0, "{peak}");
+        let (held_times, held) = &log.not_interpolated[0];
+        assert_eq!(*held, s.holds);
+        assert!(held_times.len() < held.to_owned() as usize);
+        assert!(held_times.iter().any(|t| (100.0..=100.6).contains(t)));
+        // Around the spike, every frame: about 4.5 s of them at 100 fps.
+        assert!(
+            log.around_spikes.len() >= 440,
+            "{}",
+            log.around_spikes.len()
+        );
+        assert!(log.errors.len() as usize > 190_000);
+    }
 }
