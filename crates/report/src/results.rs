@@ -13,14 +13,22 @@
 //! Playout sweeps (`--playout`) carry `mode` = `playout` and the metrics of `jitterlab replay
 //! --playout --json` instead; a group of figures nested there (`mos`, `webrtc`, `video`, …) is
 //! one column per figure named `GROUP.FIGURE`.
+//!
+//! Rows written with a [`Provenance`] ([`write_results_with`], as `jitterlab sweep` does) end
+//! with what made them: `shard` (`I/N`, 1-based as `--shard` takes it; `1/1` for a whole
+//! sweep), `jitterlab_version` (what `jitterlab --version` prints, with the commit), `fps`
+//! (the frame rate; empty in playout mode, which plays frames at send time) and `clock` (the
+//! clock mapping, as `--clock` takes it). The parameter columns and their types follow the
+//! whole grid, not the rows a shard happens to hold, so every shard of a sweep has the same
+//! columns and merging them is a plain concatenation.
 
 use std::path::Path;
 
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::source::is_stdio;
-use jitterlab_replay::sweep::Row;
+use jitterlab_replay::sweep::{Row, Shard};
 use jitterlab_replay::tune::Tuning;
-use jitterlab_replay::{Policy, Summary};
+use jitterlab_replay::{ClockMapping, Policy, Summary};
 use polars::prelude::*;
 use serde_json::{Map, Value};
 
@@ -40,20 +48,66 @@ fn numeric(text: &str) -> Option<f64> {
     }
 }
 
+/// What made a sweep's rows, written on every row (the columns [`PROVENANCE_COLUMNS`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provenance {
+    /// The part of the sweep that made the rows ([`Shard::ALL`] for a whole sweep).
+    pub shard: Shard,
+    /// The tool's version, as `jitterlab --version` prints it (with the commit).
+    pub version: String,
+    /// The frame rate, frames per second; `None` in playout mode.
+    pub fps: Option<f64>,
+    /// The clock mapping.
+    pub clock: ClockMapping,
+}
+
+/// The columns a [`Provenance`] adds, last, in this order.
+pub const PROVENANCE_COLUMNS: [&str; 4] = ["shard", "jitterlab_version", "fps", "clock"];
+
+impl Provenance {
+    /// The provenance columns for `n` rows.
+    fn columns(&self, n: usize) -> Vec<RawColumn> {
+        let [shard, version, fps, clock] = PROVENANCE_COLUMNS;
+        vec![
+            (shard.into(), vec![Value::from(self.shard.to_string()); n]),
+            (version.into(), vec![Value::from(self.version.clone()); n]),
+            (fps.into(), vec![self.fps.map_or(Value::Null, Value::from); n]),
+            (clock.into(), vec![Value::from(self.clock.to_string()); n]),
+        ]
+    }
+}
+
 /// The rows as named columns of JSON values (the single source for every output format).
 pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec<RawColumn> {
+    columns_with(trace_names, policies, rows, None)
+}
+
+/// As [`columns`], ending with the [`Provenance`] columns when one is given.
+pub fn columns_with(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> Vec<RawColumn> {
+    typed_columns(trace_names, policies, rows, provenance).0
+}
+
+/// The columns, and the names of those that hold numbers whatever rows they have (numeric
+/// parameters of the grid and the frame rate), which are floats even when every value a
+/// shard holds is empty.
+fn typed_columns(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> (Vec<RawColumn>, Vec<String>) {
     // Each configuration's parameters, formatted once (not once per row and key).
     let params: Vec<Vec<(&'static str, String)>> = policies.iter().map(Policy::params).collect();
+    // Every key of the grid (not only the rows'), so every shard has the same columns.
     let mut param_keys: Vec<&'static str> = Vec::new();
-    let mut seen_policy = vec![false; policies.len()];
-    for row in rows {
-        if !seen_policy[row.config] {
-            seen_policy[row.config] = true;
-            for (k, _) in &params[row.config] {
-                if !param_keys.contains(k) {
-                    param_keys.push(k);
-                }
-            }
+    for (k, _) in params.iter().flatten() {
+        if !param_keys.contains(k) {
+            param_keys.push(k);
         }
     }
     let metric_rows: Vec<Map<String, Value>> = rows
@@ -126,6 +180,7 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 .collect(),
         ),
     ];
+    let mut floats: Vec<String> = Vec::new();
     for key in param_keys {
         let texts: Vec<Option<String>> = rows
             .iter()
@@ -136,7 +191,12 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                     .map(|(_, v)| v.clone())
             })
             .collect();
-        let all_numeric = texts.iter().flatten().all(|t| numeric(t).is_some());
+        // Numbers when every configuration of the grid has one there.
+        let all_numeric = params
+            .iter()
+            .flatten()
+            .filter(|(k, _)| *k == key)
+            .all(|(_, t)| numeric(t).is_some());
         let values = texts
             .into_iter()
             .map(|t| match t {
@@ -145,11 +205,16 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 Some(t) => Value::from(t),
             })
             .collect();
-        let name = if metric_keys.iter().any(|m| m == key) {
+        let taken = metric_keys.iter().any(|m| m == key)
+            || (provenance.is_some() && PROVENANCE_COLUMNS.contains(&key));
+        let name = if taken {
             format!("param_{key}")
         } else {
             key.to_owned()
         };
+        if all_numeric {
+            floats.push(name.clone());
+        }
         cols.push((name, values));
     }
     for key in metric_keys {
@@ -161,7 +226,11 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 .collect(),
         ));
     }
-    cols
+    if let Some(p) = provenance {
+        cols.extend(p.columns(rows.len()));
+        floats.push(PROVENANCE_COLUMNS[2].to_owned());
+    }
+    (cols, floats)
 }
 
 /// Puts `value`'s fields into `out`, a nested object's as `GROUP.FIELD`.
@@ -218,11 +287,14 @@ fn unflatten(row: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// Builds a polars column from JSON values: unsigned integers, floats, booleans or text,
-/// whichever every non-null value is.
-fn to_column(name: &str, values: &[Value]) -> Column {
+/// whichever every non-null value is (floats when `float`).
+fn to_column(name: &str, values: &[Value], float: bool) -> Column {
     let present = || values.iter().filter(|v| !v.is_null());
     let name = PlSmallStr::from(name);
-    if present().all(Value::is_u64) {
+    if float && present().all(Value::is_number) {
+        let v: Vec<Option<f64>> = values.iter().map(Value::as_f64).collect();
+        Column::new(name, v)
+    } else if present().all(Value::is_u64) {
         let v: Vec<Option<u64>> = values.iter().map(Value::as_u64).collect();
         Column::new(name, v)
     } else if present().all(Value::is_number) {
@@ -253,9 +325,23 @@ pub fn sweep_frame(
     policies: &[Policy],
     rows: &[Row],
 ) -> Result<DataFrame, Error> {
-    let cols: Vec<Column> = columns(trace_names, policies, rows)
+    sweep_frame_with(trace_names, policies, rows, None)
+}
+
+/// As [`sweep_frame`], ending with the [`Provenance`] columns when one is given.
+///
+/// # Errors
+/// Polars failures (none expected).
+pub fn sweep_frame_with(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> Result<DataFrame, Error> {
+    let (cols, floats) = typed_columns(trace_names, policies, rows, provenance);
+    let cols: Vec<Column> = cols
         .iter()
-        .map(|(n, v)| to_column(n, v))
+        .map(|(n, v)| to_column(n, v, floats.contains(n)))
         .collect();
     Ok(DataFrame::new_infer_height(cols)?)
 }
@@ -360,11 +446,28 @@ pub fn write_results_as(
     policies: &[Policy],
     rows: &[Row],
 ) -> Result<(), Error> {
+    write_results_with(path, format, force, trace_names, policies, rows, None)
+}
+
+/// As [`write_results_as`], every row ending with the [`Provenance`] columns when one is
+/// given.
+///
+/// # Errors
+/// As [`write_results`].
+pub fn write_results_with(
+    path: &Path,
+    format: Option<&str>,
+    force: bool,
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> Result<(), Error> {
     let kind = results_format_as(path, format)?;
     let mut out = AtomicFile::create(path, force)?;
     match kind {
         "json" => {
-            let cols = columns(trace_names, policies, rows);
+            let cols = columns_with(trace_names, policies, rows, provenance);
             let objects: Vec<Value> = (0..rows.len())
                 .map(|i| {
                     Value::Object(
@@ -378,13 +481,13 @@ pub fn write_results_as(
                 .map_err(|e| Error::Table(e.to_string()))?;
         }
         "csv" => {
-            let mut df = sweep_frame(trace_names, policies, rows)?;
+            let mut df = sweep_frame_with(trace_names, policies, rows, provenance)?;
             CsvWriter::new(&mut out)
                 .include_header(true)
                 .finish(&mut df)?;
         }
         _ => {
-            let mut df = sweep_frame(trace_names, policies, rows)?;
+            let mut df = sweep_frame_with(trace_names, policies, rows, provenance)?;
             ParquetWriter::new(&mut out).finish(&mut df)?;
         }
     }
