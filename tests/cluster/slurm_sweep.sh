@@ -4,7 +4,8 @@
 # Installs Slurm and MUNGE from the Debian packages when missing, writes a one-node cluster's
 # slurm.conf (this host, its CPUs) under a temporary directory, starts munged, slurmctld and
 # slurmd there (no systemd: each a child of this script, stopped by its PID on exit), submits
-# `sbatch --array=0-3` tasks that each run `jitterlab sweep … --shard auto -o part_$ID.parquet`,
+# deploy/slurm-sweep.sbatch as `sbatch --array=0-3`, whose tasks each run
+# `jitterlab sweep … --shard auto -o part_$ID.parquet`,
 # waits for them (at most $JITTERLAB_SLURM_TIMEOUT seconds, 300 by default), merges the Parquet
 # shards with DuckDB and polars and checks the merge equals the unsharded sweep
 # (tests/cluster/merge_check.py). Everything it made is removed on exit.
@@ -80,7 +81,7 @@ fail() {
   logs >&2
   exit 1
 }
-mkdir -p "$WORK"/{log,state,spool,munge,out,rows}
+mkdir -p "$WORK"/{log,state,spool,munge,out}
 
 # MUNGE, Slurm's authentication, with a key of our own and its socket in $WORK.
 MUNGE_SOCKET="$WORK/munge/munge.socket"
@@ -147,20 +148,17 @@ sinfo -h -N -o '%t' 2> /dev/null | grep -qE '^idle' || {
 }
 echo "slurm: one node ($HOST, $CPUS CPUs) up after $((SECONDS - START)) s"
 
-# The same sweep whole and as a job array of $TASKS shards: 2 traces × 7 configurations.
-TRACE="$ROOT/fixtures/traces/demo-wifi-20hz.jtr"
+# The same sweep whole and as a job array of $TASKS shards (deploy/slurm-sweep.sbatch, the
+# script docs/cluster.md gives for a real cluster): 2 traces × 7 configurations.
+export TRACES="$ROOT/fixtures/traces/demo-wifi-20hz.jtr $WORK/synth.jtr"
+export GRID="$WORK/grid.toml" OUT="$WORK/rows" JITTERLAB
 "$JITTERLAB" -q synth --profile lte --duration 20s --seed 7 -o "$WORK/synth.jtr" > /dev/null
-SWEEP=(sweep "$TRACE" "$WORK/synth.jtr" --sweep 'fixed:delay=0..150ms/30ms' --sweep 'ngo:ticks_ago=2' -j 1)
-"$JITTERLAB" -q "${SWEEP[@]}" -o "$WORK/rows/whole.parquet" > /dev/null
-
-cat > "$WORK/shard.sbatch" << JOB
-#!/bin/sh
-#SBATCH --job-name=jitterlab-sweep
-#SBATCH --cpus-per-task=1
-#SBATCH --output=$WORK/out/task_%a.out
-exec "$JITTERLAB" -q $(printf "'%s' " "${SWEEP[@]}") --shard auto -o "$WORK/rows/part_\$SLURM_ARRAY_TASK_ID.parquet"
-JOB
-JOB=$(sbatch --parsable --array=0-$((TASKS - 1)) "$WORK/shard.sbatch") || fail "sbatch refused the job array"
+printf '[fixed]\ndelay = "0ms..150ms step 30ms"\n[ngo]\nticks_ago = 2\n' > "$GRID"
+# shellcheck disable=SC2086
+"$JITTERLAB" -q sweep $TRACES --grid "$GRID" -j 1 -o "$WORK/whole.parquet" > /dev/null
+JOB=$(sbatch --parsable --array=0-$((TASKS - 1)) --cpus-per-task=1 \
+  --output="$WORK/out/task_%a.out" "$ROOT/deploy/slurm-sweep.sbatch") \
+  || fail "sbatch refused the job array"
 JOB=${JOB%%;*}
 echo "slurm: job array $JOB submitted ($TASKS tasks)"
 DEADLINE=$((SECONDS + TIMEOUT))
@@ -173,6 +171,6 @@ for ((i = 0; i < TASKS; i++)); do
 done
 echo "slurm: $TASKS tasks done after $((SECONDS - START)) s"
 
-python3 "$ROOT/tests/cluster/merge_check.py" "$WORK/rows/whole.parquet" "$TASKS" \
+python3 "$ROOT/tests/cluster/merge_check.py" "$WORK/whole.parquet" "$TASKS" \
   "$WORK"/rows/part_*.parquet || fail "the merged shards differ from the unsharded sweep"
 echo "slurm test passed in $((SECONDS - START)) s"

@@ -92,15 +92,23 @@ pub fn columns_with(
     typed_columns(trace_names, policies, rows, provenance).0
 }
 
-/// The columns, and the names of those that hold numbers whatever rows they have (numeric
-/// parameters of the grid and the frame rate), which are floats even when every value a
-/// shard holds is empty.
+/// A column's type fixed by the grid rather than by the values a shard's rows hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Numbers (floats), even when every value is empty.
+    Float,
+    /// Text, even when every value is empty.
+    Text,
+}
+
+/// The columns, and the type of those whose type the grid fixes (parameters, the frame rate),
+/// so that a shard whose rows leave a column empty still writes it with its type.
 fn typed_columns(
     trace_names: &[String],
     policies: &[Policy],
     rows: &[Row],
     provenance: Option<&Provenance>,
-) -> (Vec<RawColumn>, Vec<String>) {
+) -> (Vec<RawColumn>, Vec<(String, Kind)>) {
     // Each configuration's parameters, formatted once (not once per row and key).
     let params: Vec<Vec<(&'static str, String)>> = policies.iter().map(Policy::params).collect();
     // Every key of the grid (not only the rows'), so every shard has the same columns.
@@ -180,7 +188,7 @@ fn typed_columns(
                 .collect(),
         ),
     ];
-    let mut floats: Vec<String> = Vec::new();
+    let mut kinds: Vec<(String, Kind)> = Vec::new();
     for key in param_keys {
         let texts: Vec<Option<String>> = rows
             .iter()
@@ -212,9 +220,8 @@ fn typed_columns(
         } else {
             key.to_owned()
         };
-        if all_numeric {
-            floats.push(name.clone());
-        }
+        let kind = if all_numeric { Kind::Float } else { Kind::Text };
+        kinds.push((name.clone(), kind));
         cols.push((name, values));
     }
     for key in metric_keys {
@@ -228,9 +235,15 @@ fn typed_columns(
     }
     if let Some(p) = provenance {
         cols.extend(p.columns(rows.len()));
-        floats.push(PROVENANCE_COLUMNS[2].to_owned());
+        let [shard, version, fps, clock] = PROVENANCE_COLUMNS;
+        kinds.extend([
+            (shard.to_owned(), Kind::Text),
+            (version.to_owned(), Kind::Text),
+            (fps.to_owned(), Kind::Float),
+            (clock.to_owned(), Kind::Text),
+        ]);
     }
-    (cols, floats)
+    (cols, kinds)
 }
 
 /// Puts `value`'s fields into `out`, a nested object's as `GROUP.FIELD`.
@@ -286,13 +299,28 @@ fn unflatten(row: &Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-/// Builds a polars column from JSON values: unsigned integers, floats, booleans or text,
-/// whichever every non-null value is (floats when `float`).
-fn to_column(name: &str, values: &[Value], float: bool) -> Column {
+/// Builds a polars column from JSON values: of the `kind` given, else unsigned integers,
+/// floats, booleans or text, whichever every non-null value is. A column with no value at all
+/// is of floats, the type of nearly every metric that can be empty (`mean_delay_ms`,
+/// `p99_error`, `bound_ms`, …), so a shard whose rows all leave one empty keeps the schema.
+fn to_column(name: &str, values: &[Value], kind: Option<Kind>) -> Column {
     let present = || values.iter().filter(|v| !v.is_null());
     let name = PlSmallStr::from(name);
-    if float && present().all(Value::is_number) {
+    let empty = present().next().is_none();
+    if (empty || kind == Some(Kind::Float)) && kind != Some(Kind::Text)
+        && present().all(Value::is_number)
+    {
         let v: Vec<Option<f64>> = values.iter().map(Value::as_f64).collect();
+        Column::new(name, v)
+    } else if kind == Some(Kind::Text) {
+        let v: Vec<Option<String>> = values
+            .iter()
+            .map(|v| match v {
+                Value::Null => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            })
+            .collect();
         Column::new(name, v)
     } else if present().all(Value::is_u64) {
         let v: Vec<Option<u64>> = values.iter().map(Value::as_u64).collect();
@@ -338,10 +366,11 @@ pub fn sweep_frame_with(
     rows: &[Row],
     provenance: Option<&Provenance>,
 ) -> Result<DataFrame, Error> {
-    let (cols, floats) = typed_columns(trace_names, policies, rows, provenance);
+    let (cols, kinds) = typed_columns(trace_names, policies, rows, provenance);
+    let kind = |name: &str| kinds.iter().find(|(n, _)| n == name).map(|(_, k)| *k);
     let cols: Vec<Column> = cols
         .iter()
-        .map(|(n, v)| to_column(n, v, floats.contains(n)))
+        .map(|(n, v)| to_column(n, v, kind(n)))
         .collect();
     Ok(DataFrame::new_infer_height(cols)?)
 }
@@ -536,6 +565,79 @@ mod tests {
             assert_eq!(table.traces, names, "{ext}");
             assert_eq!(table.policies, policies, "{ext}");
             assert_eq!(table.rows, rows, "{ext}");
+        }
+    }
+
+    /// Shards of one sweep write one schema whatever rows each holds (one only `fixed`'s, one
+    /// only `ngo`'s, one whose delays are all empty), so they concatenate as they are; the
+    /// provenance columns end every row and read back as nothing else.
+    #[test]
+    fn every_shard_has_the_grids_schema_and_the_provenance_columns() {
+        let policies: Vec<Policy> = ["fixed:delay=50ms", "fixed:delay=80ms", "ngo:ticks_ago=2"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let row = |config: usize, delay: Option<f64>| Row {
+            trace: 0,
+            config,
+            summary: Summary {
+                frames: 10,
+                mean_delay_ms: delay,
+                ..Summary::default()
+            },
+            playout: None,
+            bound_ms: delay,
+            window_bound_ms: None,
+            regret_ms: None,
+        };
+        let shards = [
+            vec![row(0, Some(50.0)), row(1, Some(80.0))],
+            vec![row(2, Some(66.5))],
+            vec![row(1, None)],
+        ];
+        let names = vec!["a.jtr".to_owned()];
+        let provenance = |index: usize, fps: Option<f64>| Provenance {
+            shard: Shard { index, count: 3 },
+            version: "0.1.0 (abc1234)".into(),
+            fps,
+            clock: ClockMapping::Hindsight,
+        };
+        let frames: Vec<DataFrame> = shards
+            .iter()
+            .enumerate()
+            .map(|(i, rows)| {
+                sweep_frame_with(&names, &policies, rows, Some(&provenance(i, Some(60.0))))
+                    .unwrap()
+            })
+            .collect();
+        for f in &frames[1..] {
+            assert_eq!(f.schema(), frames[0].schema());
+        }
+        let names_of = |f: &DataFrame| -> Vec<String> {
+            f.get_column_names().iter().map(|n| n.to_string()).collect()
+        };
+        let columns = names_of(&frames[0]);
+        assert_eq!(columns[columns.len() - 4..], PROVENANCE_COLUMNS);
+        assert!(columns.contains(&"ticks_ago".to_owned()), "{columns:?}");
+        assert_eq!(frames[1].column("delay").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(frames[0].column("ticks_ago").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(frames[1].column("miss").unwrap().dtype(), &DataType::String);
+        assert_eq!(frames[2].column("mean_delay_ms").unwrap().dtype(), &DataType::Float64);
+        let shard = frames[1].column("shard").unwrap().get(0).unwrap();
+        assert_eq!(shard.str_value(), "2/3");
+        // Playout mode has no frame rate: still a column of floats.
+        let playout = sweep_frame_with(&names, &policies, &shards[0], Some(&provenance(0, None)))
+            .unwrap();
+        assert_eq!(playout.column("fps").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(playout.column("fps").unwrap().null_count(), 2);
+        // Written with provenance, the rows read back as they were.
+        let dir = tempfile::tempdir().unwrap();
+        for ext in ["parquet", "csv", "json"] {
+            let path = dir.path().join(format!("rows.{ext}"));
+            let p = provenance(0, Some(60.0));
+            write_results_with(&path, None, false, &names, &policies, &shards[0], Some(&p))
+                .unwrap();
+            assert_eq!(read_results(&path).unwrap().rows, shards[0], "{ext}");
         }
     }
 
