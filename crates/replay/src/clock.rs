@@ -260,12 +260,21 @@ mod tests {
 
     #[test]
     fn displays_what_parses_back() {
-        for text in ["estimate", "hindsight", "offset=0", "offset=-12.5", "offset=2000"] {
+        for text in [
+            "estimate",
+            "hindsight",
+            "offset=0",
+            "offset=-12.5",
+            "offset=2000",
+        ] {
             let clock: ClockMapping = text.parse().unwrap();
             assert_eq!(clock.to_string(), text);
             assert_eq!(clock.to_string().parse::<ClockMapping>().unwrap(), clock);
         }
-        assert_eq!("auto".parse::<ClockMapping>().unwrap().to_string(), "estimate");
+        assert_eq!(
+            "auto".parse::<ClockMapping>().unwrap().to_string(),
+            "estimate"
+        );
     }
 
     #[test]

@@ -71,7 +71,10 @@ impl Provenance {
         vec![
             (shard.into(), vec![Value::from(self.shard.to_string()); n]),
             (version.into(), vec![Value::from(self.version.clone()); n]),
-            (fps.into(), vec![self.fps.map_or(Value::Null, Value::from); n]),
+            (
+                fps.into(),
+                vec![self.fps.map_or(Value::Null, Value::from); n],
+            ),
             (clock.into(), vec![Value::from(self.clock.to_string()); n]),
         ]
     }
@@ -307,7 +310,8 @@ fn to_column(name: &str, values: &[Value], kind: Option<Kind>) -> Column {
     let present = || values.iter().filter(|v| !v.is_null());
     let name = PlSmallStr::from(name);
     let empty = present().next().is_none();
-    if (empty || kind == Some(Kind::Float)) && kind != Some(Kind::Text)
+    if (empty || kind == Some(Kind::Float))
+        && kind != Some(Kind::Text)
         && present().all(Value::is_number)
     {
         let v: Vec<Option<f64>> = values.iter().map(Value::as_f64).collect();
@@ -368,10 +372,7 @@ pub fn sweep_frame_with(
 ) -> Result<DataFrame, Error> {
     let (cols, kinds) = typed_columns(trace_names, policies, rows, provenance);
     let kind = |name: &str| kinds.iter().find(|(n, _)| n == name).map(|(_, k)| *k);
-    let cols: Vec<Column> = cols
-        .iter()
-        .map(|(n, v)| to_column(n, v, kind(n)))
-        .collect();
+    let cols: Vec<Column> = cols.iter().map(|(n, v)| to_column(n, v, kind(n))).collect();
     Ok(DataFrame::new_infer_height(cols)?)
 }
 
@@ -606,8 +607,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, rows)| {
-                sweep_frame_with(&names, &policies, rows, Some(&provenance(i, Some(60.0))))
-                    .unwrap()
+                sweep_frame_with(&names, &policies, rows, Some(&provenance(i, Some(60.0)))).unwrap()
             })
             .collect();
         for f in &frames[1..] {
@@ -619,15 +619,28 @@ mod tests {
         let columns = names_of(&frames[0]);
         assert_eq!(columns[columns.len() - 4..], PROVENANCE_COLUMNS);
         assert!(columns.contains(&"ticks_ago".to_owned()), "{columns:?}");
-        assert_eq!(frames[1].column("delay").unwrap().dtype(), &DataType::Float64);
-        assert_eq!(frames[0].column("ticks_ago").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(
+            frames[1].column("delay").unwrap().dtype(),
+            &DataType::Float64
+        );
+        assert_eq!(
+            frames[0].column("ticks_ago").unwrap().dtype(),
+            &DataType::Float64
+        );
         assert_eq!(frames[1].column("miss").unwrap().dtype(), &DataType::String);
-        assert_eq!(frames[2].column("mean_delay_ms").unwrap().dtype(), &DataType::Float64);
-        let shard = frames[1].column("shard").unwrap().get(0).unwrap();
-        assert_eq!(shard.str_value(), "2/3");
+        assert_eq!(
+            frames[2].column("mean_delay_ms").unwrap().dtype(),
+            &DataType::Float64
+        );
+        let cell =
+            |f: &DataFrame, c: &str| f.column(c).unwrap().get(0).unwrap().str_value().to_string();
+        assert_eq!(cell(&frames[1], "shard"), "2/3");
+        assert_eq!(cell(&frames[1], "jitterlab_version"), "0.1.0 (abc1234)");
+        assert_eq!(cell(&frames[1], "fps"), "60.0");
+        assert_eq!(cell(&frames[1], "clock"), "hindsight");
         // Playout mode has no frame rate: still a column of floats.
-        let playout = sweep_frame_with(&names, &policies, &shards[0], Some(&provenance(0, None)))
-            .unwrap();
+        let playout =
+            sweep_frame_with(&names, &policies, &shards[0], Some(&provenance(0, None))).unwrap();
         assert_eq!(playout.column("fps").unwrap().dtype(), &DataType::Float64);
         assert_eq!(playout.column("fps").unwrap().null_count(), 2);
         // Written with provenance, the rows read back as they were.

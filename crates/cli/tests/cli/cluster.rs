@@ -113,10 +113,7 @@ fn shard_auto_runs_the_shard_a_slurm_array_or_an_indexed_job_names() {
             (SLURM_MAX_VAR, "7"),
         ];
         let k8s_index = index.to_string();
-        let k8s = [
-            (K8S_INDEX_VAR, k8s_index.as_str()),
-            (SHARD_COUNT_VAR, "3"),
-        ];
+        let k8s = [(K8S_INDEX_VAR, k8s_index.as_str()), (SHARD_COUNT_VAR, "3")];
         for (name, vars) in [("slurm", &slurm[..]), ("k8s", &k8s[..])] {
             let auto = rows(
                 dir.path(),
@@ -139,9 +136,16 @@ fn shard_auto_runs_the_shard_a_slurm_array_or_an_indexed_job_names() {
 #[test]
 fn shard_auto_without_a_scheduler_or_with_bad_values_is_one_line_naming_the_variable() {
     let cases: [(&[(&str, &str)], &str); 7] = [
-        (&[], "SLURM_ARRAY_TASK_ID is not set, nor JOB_COMPLETION_INDEX"),
         (
-            &[(SLURM_ID_VAR, "x"), (SLURM_COUNT_VAR, "4"), (SLURM_MIN_VAR, "0")],
+            &[],
+            "SLURM_ARRAY_TASK_ID is not set, nor JOB_COMPLETION_INDEX",
+        ),
+        (
+            &[
+                (SLURM_ID_VAR, "x"),
+                (SLURM_COUNT_VAR, "4"),
+                (SLURM_MIN_VAR, "0"),
+            ],
             "SLURM_ARRAY_TASK_ID is 'x': not a whole number",
         ),
         (
@@ -149,11 +153,19 @@ fn shard_auto_without_a_scheduler_or_with_bad_values_is_one_line_naming_the_vari
             "SLURM_ARRAY_TASK_COUNT is not set",
         ),
         (
-            &[(SLURM_ID_VAR, "1"), (SLURM_COUNT_VAR, "4"), (SLURM_MIN_VAR, "2")],
+            &[
+                (SLURM_ID_VAR, "1"),
+                (SLURM_COUNT_VAR, "4"),
+                (SLURM_MIN_VAR, "2"),
+            ],
             "SLURM_ARRAY_TASK_ID is '1': below SLURM_ARRAY_TASK_MIN=2",
         ),
         (
-            &[(SLURM_ID_VAR, "4"), (SLURM_COUNT_VAR, "4"), (SLURM_MIN_VAR, "0")],
+            &[
+                (SLURM_ID_VAR, "4"),
+                (SLURM_COUNT_VAR, "4"),
+                (SLURM_MIN_VAR, "0"),
+            ],
             "SLURM_ARRAY_TASK_ID is '4': the index is not below SLURM_ARRAY_TASK_COUNT=4",
         ),
         (&[(K8S_INDEX_VAR, "0")], "JITTERLAB_SHARD_COUNT is not set"),
@@ -167,7 +179,14 @@ fn shard_auto_without_a_scheduler_or_with_bad_values_is_one_line_naming_the_vari
     for (vars, says) in cases {
         // Refused before any trace is read: the trace does not exist.
         let res = sweep(vars)
-            .args(["nope.jtr", "--sweep", "fixed:delay=50ms", "--shard", "auto", "-o"])
+            .args([
+                "nope.jtr",
+                "--sweep",
+                "fixed:delay=50ms",
+                "--shard",
+                "auto",
+                "-o",
+            ])
             .arg(&out)
             .output()
             .unwrap();
@@ -187,7 +206,10 @@ fn shard_auto_without_a_scheduler_or_with_bad_values_is_one_line_naming_the_vari
 fn rows_record_the_shard_version_frame_rate_and_clock_mapping() {
     let dir = tempfile::tempdir().unwrap();
     let version = version();
-    assert!(version.contains('('), "the version names its commit: {version}");
+    assert!(
+        version.contains('('),
+        "the version names its commit: {version}"
+    );
     let json = rows(
         dir.path(),
         "rows.json",
@@ -224,7 +246,14 @@ fn rows_record_the_shard_version_frame_rate_and_clock_mapping() {
         ["shard", "jitterlab_version", "fps", "clock"]
     );
     assert_eq!(df.column("fps").unwrap().dtype(), &DataType::Float64);
-    let cell = |c: &str| df.column(c).unwrap().get(0).unwrap().str_value().to_string();
+    let cell = |c: &str| {
+        df.column(c)
+            .unwrap()
+            .get(0)
+            .unwrap()
+            .str_value()
+            .to_string()
+    };
     assert_eq!(cell("shard"), "1/3");
     assert_eq!(cell("jitterlab_version"), version);
     assert_eq!(cell("fps"), "60.0");
@@ -296,10 +325,9 @@ fn the_kubernetes_manifest_names_what_the_code_reads_and_its_pods_make_every_sha
     )
     .unwrap();
     let bin = assert_cmd::cargo::cargo_bin("jitterlab");
-    let search = std::env::join_paths(
-        std::iter::once(bin.parent().unwrap().to_owned())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let search = std::env::join_paths(std::iter::once(bin.parent().unwrap().to_owned()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .unwrap();
     let pod_script = script.replace("/data", root);
     for index in 0..completions {
