@@ -180,13 +180,9 @@ mod tests {
 
     /// The error's variable and its whole message.
     fn error(vars: &[(&str, &str)]) -> (String, String) {
-        match from(vars) {
-            Err(e @ Error::ShardEnv { .. }) => {
-                let Error::ShardEnv { variable, .. } = &e else {
-                    unreachable!()
-                };
-                (variable.clone(), e.to_string())
-            }
+        let e = from(vars).expect_err("the variables are refused");
+        match &e {
+            Error::ShardEnv { variable, .. } => (variable.clone(), e.to_string()),
             other => panic!("expected a ShardEnv error for {vars:?}, got {other:?}"),
         }
     }
