@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use jitterlab_replay::shard::{
     K8S_INDEX_VAR, SHARD_COUNT_VAR, SLURM_COUNT_VAR, SLURM_ID_VAR, SLURM_MAX_VAR, SLURM_MIN_VAR,
@@ -331,7 +330,7 @@ fn the_kubernetes_manifest_names_what_the_code_reads_and_its_pods_make_every_sha
     .unwrap();
     let pod_script = script.replace("/data", root);
     for index in 0..completions {
-        let mut pod = Command::new("sh");
+        let mut pod = std::process::Command::new("sh");
         for var in SCHEDULER_VARS {
             pod.env_remove(var);
         }
