@@ -73,6 +73,18 @@ impl FromStr for ClockMapping {
     }
 }
 
+impl std::fmt::Display for ClockMapping {
+    /// The text [`ClockMapping::from_str`] reads back: `estimate`, `hindsight` or `offset=MS`
+    /// (milliseconds, as a number).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Estimated => f.write_str("estimate"),
+            Self::Hindsight => f.write_str("hindsight"),
+            Self::Fixed(offset) => write!(f, "offset={}", offset.as_millis_f64()),
+        }
+    }
+}
+
 /// `max(send − arrival)` over the samples: the offset under which the fastest packet had zero
 /// transit. Zero for no samples.
 pub fn estimate_offset(samples: &[Sample]) -> Nanos {
@@ -245,6 +257,25 @@ impl OnlineClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn displays_what_parses_back() {
+        for text in [
+            "estimate",
+            "hindsight",
+            "offset=0",
+            "offset=-12.5",
+            "offset=2000",
+        ] {
+            let clock: ClockMapping = text.parse().unwrap();
+            assert_eq!(clock.to_string(), text);
+            assert_eq!(clock.to_string().parse::<ClockMapping>().unwrap(), clock);
+        }
+        assert_eq!(
+            "auto".parse::<ClockMapping>().unwrap().to_string(),
+            "estimate"
+        );
+    }
 
     #[test]
     fn parses_offsets() {

@@ -177,4 +177,13 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// `--shard auto` found no scheduler's variables, or one missing or out of range
+    /// ([`crate::shard`]).
+    #[error("--shard auto: {variable} {reason}")]
+    ShardEnv {
+        /// The environment variable at fault.
+        variable: String,
+        /// What is wrong with it (its value quoted).
+        reason: String,
+    },
 }

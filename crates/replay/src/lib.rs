@@ -11,6 +11,8 @@
 //!   batch of configurations over a [`FramePlan`], a whole trace, discrete playout).
 //! - [`streams`]: from a decoded trace to replay inputs ([`StreamView`], [`TraceStreams`]).
 //! - [`sweep`], [`grid`] and [`tune`]: many configurations, and the one rule that picks one.
+//! - [`shard`]: `--shard auto`, the part of a sweep a Slurm job array or a Kubernetes Indexed
+//!   Job task runs.
 //!
 //! The buffer itself is [`SnapshotBuffer`] (contracts C4–C11); [`playout`] plays discrete
 //! frames at send time + delay (C21, C22).
@@ -53,6 +55,7 @@ pub mod policy;
 pub mod quality;
 pub mod recovery;
 mod run;
+pub mod shard;
 pub mod streams;
 pub mod sweep;
 pub mod tune;

@@ -83,9 +83,11 @@ impl FromStr for Shard {
 
     /// Parses `I/N` with `1 <= I <= N`.
     fn from_str(text: &str) -> Result<Self, Error> {
-        let bad = || Error::Shard {
+        let bad = || {
+            Error::Shard {
             text: text.to_owned(),
-            reason: "expected I/N with 1 <= I <= N, e.g. 2/3".to_owned(),
+            reason: "expected I/N with 1 <= I <= N, e.g. 2/3, or auto (a Slurm job array's or a Kubernetes Indexed Job's)".to_owned(),
+        }
         };
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let (i, n): (usize, usize) = (

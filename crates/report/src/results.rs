@@ -13,14 +13,22 @@
 //! Playout sweeps (`--playout`) carry `mode` = `playout` and the metrics of `jitterlab replay
 //! --playout --json` instead; a group of figures nested there (`mos`, `webrtc`, `video`, …) is
 //! one column per figure named `GROUP.FIGURE`.
+//!
+//! Rows written with a [`Provenance`] ([`write_results_with`], as `jitterlab sweep` does) end
+//! with what made them: `shard` (`I/N`, 1-based as `--shard` takes it; `1/1` for a whole
+//! sweep), `jitterlab_version` (what `jitterlab --version` prints, with the commit), `fps`
+//! (the frame rate; empty in playout mode, which plays frames at send time) and `clock` (the
+//! clock mapping, as `--clock` takes it). The parameter columns and their types follow the
+//! whole grid, not the rows a shard happens to hold, so every shard of a sweep has the same
+//! columns and merging them is a plain concatenation.
 
 use std::path::Path;
 
 use jitterlab_capture::output::AtomicFile;
 use jitterlab_capture::source::is_stdio;
-use jitterlab_replay::sweep::Row;
+use jitterlab_replay::sweep::{Row, Shard};
 use jitterlab_replay::tune::Tuning;
-use jitterlab_replay::{Policy, Summary};
+use jitterlab_replay::{ClockMapping, Policy, Summary};
 use polars::prelude::*;
 use serde_json::{Map, Value};
 
@@ -40,20 +48,77 @@ fn numeric(text: &str) -> Option<f64> {
     }
 }
 
+/// What made a sweep's rows, written on every row (the columns [`PROVENANCE_COLUMNS`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provenance {
+    /// The part of the sweep that made the rows ([`Shard::ALL`] for a whole sweep).
+    pub shard: Shard,
+    /// The tool's version, as `jitterlab --version` prints it (with the commit).
+    pub version: String,
+    /// The frame rate, frames per second; `None` in playout mode.
+    pub fps: Option<f64>,
+    /// The clock mapping.
+    pub clock: ClockMapping,
+}
+
+/// The columns a [`Provenance`] adds, last, in this order.
+pub const PROVENANCE_COLUMNS: [&str; 4] = ["shard", "jitterlab_version", "fps", "clock"];
+
+impl Provenance {
+    /// The provenance columns for `n` rows.
+    fn columns(&self, n: usize) -> Vec<RawColumn> {
+        let [shard, version, fps, clock] = PROVENANCE_COLUMNS;
+        vec![
+            (shard.into(), vec![Value::from(self.shard.to_string()); n]),
+            (version.into(), vec![Value::from(self.version.clone()); n]),
+            (
+                fps.into(),
+                vec![self.fps.map_or(Value::Null, Value::from); n],
+            ),
+            (clock.into(), vec![Value::from(self.clock.to_string()); n]),
+        ]
+    }
+}
+
 /// The rows as named columns of JSON values (the single source for every output format).
 pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec<RawColumn> {
+    columns_with(trace_names, policies, rows, None)
+}
+
+/// As [`columns`], ending with the [`Provenance`] columns when one is given.
+pub fn columns_with(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> Vec<RawColumn> {
+    typed_columns(trace_names, policies, rows, provenance).0
+}
+
+/// A column's type fixed by the grid rather than by the values a shard's rows hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Numbers (floats), even when every value is empty.
+    Float,
+    /// Text, even when every value is empty.
+    Text,
+}
+
+/// The columns, and the type of those whose type the grid fixes (parameters, the frame rate),
+/// so that a shard whose rows leave a column empty still writes it with its type.
+fn typed_columns(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> (Vec<RawColumn>, Vec<(String, Kind)>) {
     // Each configuration's parameters, formatted once (not once per row and key).
     let params: Vec<Vec<(&'static str, String)>> = policies.iter().map(Policy::params).collect();
+    // Every key of the grid (not only the rows'), so every shard has the same columns.
     let mut param_keys: Vec<&'static str> = Vec::new();
-    let mut seen_policy = vec![false; policies.len()];
-    for row in rows {
-        if !seen_policy[row.config] {
-            seen_policy[row.config] = true;
-            for (k, _) in &params[row.config] {
-                if !param_keys.contains(k) {
-                    param_keys.push(k);
-                }
-            }
+    for (k, _) in params.iter().flatten() {
+        if !param_keys.contains(k) {
+            param_keys.push(k);
         }
     }
     let metric_rows: Vec<Map<String, Value>> = rows
@@ -130,6 +195,7 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 .collect(),
         ),
     ];
+    let mut kinds: Vec<(String, Kind)> = Vec::new();
     for key in param_keys {
         let texts: Vec<Option<String>> = rows
             .iter()
@@ -140,7 +206,12 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                     .map(|(_, v)| v.clone())
             })
             .collect();
-        let all_numeric = texts.iter().flatten().all(|t| numeric(t).is_some());
+        // Numbers when every configuration of the grid has one there.
+        let all_numeric = params
+            .iter()
+            .flatten()
+            .filter(|(k, _)| *k == key)
+            .all(|(_, t)| numeric(t).is_some());
         let values = texts
             .into_iter()
             .map(|t| match t {
@@ -149,11 +220,15 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 Some(t) => Value::from(t),
             })
             .collect();
-        let name = if metric_keys.iter().any(|m| m == key) {
+        let taken = metric_keys.iter().any(|m| m == key)
+            || (provenance.is_some() && PROVENANCE_COLUMNS.contains(&key));
+        let name = if taken {
             format!("param_{key}")
         } else {
             key.to_owned()
         };
+        let kind = if all_numeric { Kind::Float } else { Kind::Text };
+        kinds.push((name.clone(), kind));
         cols.push((name, values));
     }
     for key in metric_keys {
@@ -165,7 +240,17 @@ pub fn columns(trace_names: &[String], policies: &[Policy], rows: &[Row]) -> Vec
                 .collect(),
         ));
     }
-    cols
+    if let Some(p) = provenance {
+        cols.extend(p.columns(rows.len()));
+        let [shard, version, fps, clock] = PROVENANCE_COLUMNS;
+        kinds.extend([
+            (shard.to_owned(), Kind::Text),
+            (version.to_owned(), Kind::Text),
+            (fps.to_owned(), Kind::Float),
+            (clock.to_owned(), Kind::Text),
+        ]);
+    }
+    (cols, kinds)
 }
 
 /// Puts `value`'s fields into `out`, a nested object's as `GROUP.FIELD`.
@@ -221,12 +306,31 @@ fn unflatten(row: &Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-/// Builds a polars column from JSON values: unsigned integers, floats, booleans or text,
-/// whichever every non-null value is.
-fn to_column(name: &str, values: &[Value]) -> Column {
+/// Builds a polars column from JSON values: of the `kind` given, else unsigned integers,
+/// floats, booleans or text, whichever every non-null value is. A column with no value at all
+/// is of floats, the type of nearly every metric that can be empty (`mean_delay_ms`,
+/// `p99_error`, `bound_ms`, …), so a shard whose rows all leave one empty keeps the schema.
+fn to_column(name: &str, values: &[Value], kind: Option<Kind>) -> Column {
     let present = || values.iter().filter(|v| !v.is_null());
     let name = PlSmallStr::from(name);
-    if present().all(Value::is_u64) {
+    let empty = present().next().is_none();
+    if (empty || kind == Some(Kind::Float))
+        && kind != Some(Kind::Text)
+        && present().all(Value::is_number)
+    {
+        let v: Vec<Option<f64>> = values.iter().map(Value::as_f64).collect();
+        Column::new(name, v)
+    } else if kind == Some(Kind::Text) {
+        let v: Vec<Option<String>> = values
+            .iter()
+            .map(|v| match v {
+                Value::Null => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            })
+            .collect();
+        Column::new(name, v)
+    } else if present().all(Value::is_u64) {
         let v: Vec<Option<u64>> = values.iter().map(Value::as_u64).collect();
         Column::new(name, v)
     } else if present().all(Value::is_number) {
@@ -257,10 +361,22 @@ pub fn sweep_frame(
     policies: &[Policy],
     rows: &[Row],
 ) -> Result<DataFrame, Error> {
-    let cols: Vec<Column> = columns(trace_names, policies, rows)
-        .iter()
-        .map(|(n, v)| to_column(n, v))
-        .collect();
+    sweep_frame_with(trace_names, policies, rows, None)
+}
+
+/// As [`sweep_frame`], ending with the [`Provenance`] columns when one is given.
+///
+/// # Errors
+/// Polars failures (none expected).
+pub fn sweep_frame_with(
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> Result<DataFrame, Error> {
+    let (cols, kinds) = typed_columns(trace_names, policies, rows, provenance);
+    let kind = |name: &str| kinds.iter().find(|(n, _)| n == name).map(|(_, k)| *k);
+    let cols: Vec<Column> = cols.iter().map(|(n, v)| to_column(n, v, kind(n))).collect();
     Ok(DataFrame::new_infer_height(cols)?)
 }
 
@@ -364,11 +480,28 @@ pub fn write_results_as(
     policies: &[Policy],
     rows: &[Row],
 ) -> Result<(), Error> {
+    write_results_with(path, format, force, trace_names, policies, rows, None)
+}
+
+/// As [`write_results_as`], every row ending with the [`Provenance`] columns when one is
+/// given.
+///
+/// # Errors
+/// As [`write_results`].
+pub fn write_results_with(
+    path: &Path,
+    format: Option<&str>,
+    force: bool,
+    trace_names: &[String],
+    policies: &[Policy],
+    rows: &[Row],
+    provenance: Option<&Provenance>,
+) -> Result<(), Error> {
     let kind = results_format_as(path, format)?;
     let mut out = AtomicFile::create(path, force)?;
     match kind {
         "json" => {
-            let cols = columns(trace_names, policies, rows);
+            let cols = columns_with(trace_names, policies, rows, provenance);
             let objects: Vec<Value> = (0..rows.len())
                 .map(|i| {
                     Value::Object(
@@ -382,13 +515,13 @@ pub fn write_results_as(
                 .map_err(|e| Error::Table(e.to_string()))?;
         }
         "csv" => {
-            let mut df = sweep_frame(trace_names, policies, rows)?;
+            let mut df = sweep_frame_with(trace_names, policies, rows, provenance)?;
             CsvWriter::new(&mut out)
                 .include_header(true)
                 .finish(&mut df)?;
         }
         _ => {
-            let mut df = sweep_frame(trace_names, policies, rows)?;
+            let mut df = sweep_frame_with(trace_names, policies, rows, provenance)?;
             ParquetWriter::new(&mut out).finish(&mut df)?;
         }
     }
@@ -438,6 +571,91 @@ mod tests {
             assert_eq!(table.traces, names, "{ext}");
             assert_eq!(table.policies, policies, "{ext}");
             assert_eq!(table.rows, rows, "{ext}");
+        }
+    }
+
+    /// Shards of one sweep write one schema whatever rows each holds (one only `fixed`'s, one
+    /// only `ngo`'s, one whose delays are all empty), so they concatenate as they are; the
+    /// provenance columns end every row and read back as nothing else.
+    #[test]
+    fn every_shard_has_the_grids_schema_and_the_provenance_columns() {
+        let policies: Vec<Policy> = ["fixed:delay=50ms", "fixed:delay=80ms", "ngo:ticks_ago=2"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let row = |config: usize, delay: Option<f64>| Row {
+            trace: 0,
+            config,
+            summary: Summary {
+                frames: 10,
+                mean_delay_ms: delay,
+                ..Summary::default()
+            },
+            playout: None,
+            bound_ms: delay,
+            window_bound_ms: None,
+            regret_ms: None,
+        };
+        let shards = [
+            vec![row(0, Some(50.0)), row(1, Some(80.0))],
+            vec![row(2, Some(66.5))],
+            vec![row(1, None)],
+        ];
+        let names = vec!["a.jtr".to_owned()];
+        let provenance = |index: usize, fps: Option<f64>| Provenance {
+            shard: Shard { index, count: 3 },
+            version: "0.1.0 (abc1234)".into(),
+            fps,
+            clock: ClockMapping::Hindsight,
+        };
+        let frames: Vec<DataFrame> = shards
+            .iter()
+            .enumerate()
+            .map(|(i, rows)| {
+                sweep_frame_with(&names, &policies, rows, Some(&provenance(i, Some(60.0)))).unwrap()
+            })
+            .collect();
+        for f in &frames[1..] {
+            assert_eq!(f.schema(), frames[0].schema());
+        }
+        let names_of = |f: &DataFrame| -> Vec<String> {
+            f.get_column_names().iter().map(|n| n.to_string()).collect()
+        };
+        let columns = names_of(&frames[0]);
+        assert_eq!(columns[columns.len() - 4..], PROVENANCE_COLUMNS);
+        assert!(columns.contains(&"ticks_ago".to_owned()), "{columns:?}");
+        assert_eq!(
+            frames[1].column("delay").unwrap().dtype(),
+            &DataType::Float64
+        );
+        assert_eq!(
+            frames[0].column("ticks_ago").unwrap().dtype(),
+            &DataType::Float64
+        );
+        assert_eq!(frames[1].column("miss").unwrap().dtype(), &DataType::String);
+        assert_eq!(
+            frames[2].column("mean_delay_ms").unwrap().dtype(),
+            &DataType::Float64
+        );
+        let cell =
+            |f: &DataFrame, c: &str| f.column(c).unwrap().get(0).unwrap().str_value().to_string();
+        assert_eq!(cell(&frames[1], "shard"), "2/3");
+        assert_eq!(cell(&frames[1], "jitterlab_version"), "0.1.0 (abc1234)");
+        assert_eq!(cell(&frames[1], "fps"), "60.0");
+        assert_eq!(cell(&frames[1], "clock"), "hindsight");
+        // Playout mode has no frame rate: still a column of floats.
+        let playout =
+            sweep_frame_with(&names, &policies, &shards[0], Some(&provenance(0, None))).unwrap();
+        assert_eq!(playout.column("fps").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(playout.column("fps").unwrap().null_count(), 2);
+        // Written with provenance, the rows read back as they were.
+        let dir = tempfile::tempdir().unwrap();
+        for ext in ["parquet", "csv", "json"] {
+            let path = dir.path().join(format!("rows.{ext}"));
+            let p = provenance(0, Some(60.0));
+            write_results_with(&path, None, false, &names, &policies, &shards[0], Some(&p))
+                .unwrap();
+            assert_eq!(read_results(&path).unwrap().rows, shards[0], "{ext}");
         }
     }
 

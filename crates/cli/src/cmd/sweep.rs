@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use jitterlab_capture::source::is_stdio;
+use jitterlab_replay::shard::shard_from_process_env;
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Constraints, tune};
 use jitterlab_replay::{Policy, TraceStreams};
-use jitterlab_report::results::{check_results_output_as, write_results_as};
+use jitterlab_report::results::{Provenance, check_results_output_as, write_results_with};
 
 use crate::input::{report_out, shown_out, stdin_once};
 use crate::sweeping::{Mode, SweepOptions, execute, execute_playout, load_all, policies};
@@ -17,7 +18,7 @@ use crate::sweeping::{Mode, SweepOptions, execute, execute_playout, load_all, po
 /// Arguments of `jitterlab sweep`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  jitterlab sweep a.jtr b.jtr --grid grid.toml -o rows.parquet\n  jitterlab sweep a.jtr --sweep 'fixed:delay=0..300ms/5ms' -o rows.csv -j 4\n  jitterlab sweep *.jtr --grid grid.toml --shard 2/8 -o part2.parquet"
+    after_help = "Examples:\n  jitterlab sweep a.jtr b.jtr --grid grid.toml -o rows.parquet\n  jitterlab sweep a.jtr --sweep 'fixed:delay=0..300ms/5ms' -o rows.csv -j 4\n  jitterlab sweep *.jtr --grid grid.toml --shard 2/8 -o part2.parquet\n  sbatch --array=0-7 --wrap 'jitterlab sweep a.jtr --grid grid.toml --shard auto -o part_$SLURM_ARRAY_TASK_ID.parquet'"
 )]
 pub(crate) struct Args {
     /// The traces (or pcap/pcapng captures) to sweep over.
@@ -35,13 +36,16 @@ pub(crate) struct Args {
     /// Overwrite OUT if it exists.
     #[arg(long, help_heading = "Output")]
     force: bool,
-    /// Run only part I of N of the (trace, configuration) pairs (deterministic, disjoint).
-    #[arg(long, value_name = "I/N", help_heading = "Sweep")]
+    /// Run only part I of N of the (trace, configuration) pairs (deterministic, disjoint);
+    /// `auto` takes them from a Slurm job array (SLURM_ARRAY_TASK_ID, _COUNT, _MIN) or a
+    /// Kubernetes Indexed Job (JOB_COMPLETION_INDEX, JITTERLAB_SHARD_COUNT); docs/cluster.md.
+    #[arg(long, value_name = "I/N|auto", help_heading = "Sweep")]
     shard: Option<String>,
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let shard: Shard = match &args.shard {
+    let shard: Shard = match args.shard.as_deref().map(str::trim) {
+        Some("auto") => shard_from_process_env()?,
         Some(s) => s.parse()?,
         None => Shard::ALL,
     };
@@ -84,13 +88,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
     };
     if let Some(out) = &args.output {
-        write_results_as(
+        // Every row says what made it, so shards concatenate and still tell their origin.
+        let provenance = Provenance {
+            shard,
+            version: env!("JITTERLAB_VERSION").to_owned(),
+            fps: (mode == Mode::Snapshot).then_some(args.options.fps),
+            clock: args.options.clock.parse()?,
+        };
+        write_results_with(
             out,
             args.format.as_deref(),
             args.force,
             &names,
             &policies,
             &rows,
+            Some(&provenance),
         )
         .with_context(|| format!("cannot write {}", shown_out(out)))?;
     }

@@ -9,6 +9,8 @@
 //! - `export`: traces to pcapng/pcap read back by tshark and the Lua dissector; packet tables.
 //! - `games`: real game and voice captures classified per flow, against tshark.
 //! - `media`: real calls tuned, swept and reported in playout mode.
+//! - `cluster`: `sweep --shard auto` under Slurm's and Kubernetes' variables, rows' provenance,
+//!   the Kubernetes manifest in deploy/.
 //! - `gstreamer`: the `gstreamer` preset against the real GStreamer rtpjitterbuffer.
 //! - `timeline`: replay timelines as CSV and Parquet, with the README's columns.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
@@ -18,6 +20,7 @@
 //!   `no_live` checks what a build without it says.
 
 mod bad_input;
+mod cluster;
 mod commands;
 mod contracts;
 mod conventions;

@@ -200,9 +200,12 @@ fn sweep_shards_concatenate_to_exactly_the_unsharded_rows() {
         "--sweep",
         "ngo:ticks_ago=1|2|3",
     ];
-    let key = |rows: Vec<Value>| -> BTreeMap<(String, u64), Value> {
+    // Every row but its `shard` column (the shard that made it).
+    let key = |rows: Vec<Value>, shard: &str| -> BTreeMap<(String, u64), Value> {
         rows.into_iter()
-            .map(|r| {
+            .map(|mut r| {
+                assert_eq!(r["shard"], shard);
+                r.as_object_mut().unwrap().remove("shard");
                 (
                     (
                         r["trace"].as_str().unwrap().to_owned(),
@@ -213,15 +216,15 @@ fn sweep_shards_concatenate_to_exactly_the_unsharded_rows() {
             })
             .collect()
     };
-    let whole = key(sweep_json(dir.path(), "all.json", &args));
+    let whole = key(sweep_json(dir.path(), "all.json", &args), "1/1");
     assert_eq!(whole.len(), 14);
     let mut parts = BTreeMap::new();
     for (i, shard) in ["1/3", "2/3", "3/3"].iter().enumerate() {
         let mut a = args.to_vec();
         a.extend(["--shard", shard]);
-        let rows = sweep_json(dir.path(), &format!("part{i}.json"), &a);
+        let rows = key(sweep_json(dir.path(), &format!("part{i}.json"), &a), shard);
         assert!(!rows.is_empty());
-        for (k, v) in key(rows) {
+        for (k, v) in rows {
             assert!(parts.insert(k, v).is_none(), "shards overlap");
         }
     }
