@@ -594,6 +594,7 @@ mod tests {
             playout: None,
             bound_ms: delay,
             window_bound_ms: None,
+            talkspurt_bound_ms: None,
             regret_ms: None,
         };
         let shards = [
