@@ -168,7 +168,9 @@ impl ExecEngine {
         std::thread::scope(|scope| -> Result<(), Error> {
             let (ready_tx, ready) = mpsc::sync_channel::<Result<Vec<u8>, String>>(window);
             let all = &batches;
-            scope.spawn(move || {
+            let encoding = std::thread::Builder::new()
+                .name("exec-encoder".into())
+                .spawn_scoped(scope, move || {
                 for (i, &(s, e)) in all.iter().enumerate() {
                     let mut message = recycled.try_recv().unwrap_or_default();
                     let encoded = encoder
@@ -185,6 +187,9 @@ impl ExecEngine {
                     }
                 }
             });
+            if let Err(e) = encoding {
+                return Err(self.error("start", format!("cannot start the encoder thread: {e}")));
+            }
             for (b, &(start, end)) in batches.iter().enumerate() {
                 while sent < batches.len() && sent < b + window {
                     let message = ready
@@ -506,5 +511,28 @@ impl Engine for ExecEngine {
         self.newest.clear();
         self.next = 0;
         self.run(samples, script)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_depth_search_from_the_end_counts_as_bisection_does() {
+        let mut sends = Vec::new();
+        // A deterministic shuffle of mostly increasing times, with ties.
+        let mut x: i64 = 17;
+        for i in 0..300 {
+            x = (x * 1_103_515_245 + 12_345) % 2_147_483_648;
+            insert_sorted(&mut sends, Nanos(i * 10 - x % 40));
+            assert!(sends.windows(2).all(|w| w[0] <= w[1]));
+            for t in [-100, 0, i * 10 - 35, i * 10 - 5, i * 10, i * 10 + 1, 5_000] {
+                let t = Nanos(t);
+                let naive = sends.iter().filter(|&&s| s >= t).count();
+                assert_eq!(at_or_after(&sends, t), naive, "target {t:?} over {sends:?}");
+            }
+        }
+        assert_eq!(at_or_after(&[], Nanos(0)), 0);
     }
 }

@@ -121,3 +121,153 @@ pub(super) fn encode_batch(
     out[start..start + PREFIX].copy_from_slice(&n.to_be_bytes());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use jitterlab_capture::Nanos;
+    use jitterlab_capture::decode::{Lifecycle, Sample};
+
+    use super::super::protocol::{Encoder, Format, Origin, decode_reply};
+    use super::super::{Script, ScriptFrame};
+    use crate::buffer::Packet;
+
+    fn packet(idx: u32, seq: i64, send_ms: i64, repeat: bool) -> Packet {
+        Packet {
+            send: Nanos::from_millis(send_ms),
+            seq,
+            idx,
+            cuts_before: false,
+            cuts_after: false,
+            repeat: repeat.then_some(true),
+        }
+    }
+
+    /// Samples with all the optional fields (state, event, a value that is not finite, a
+    /// repeat, a negative time and a large one), and a script over them.
+    fn fixture() -> (Vec<Sample>, Script) {
+        let mut samples: Vec<Sample> = (0..5)
+            .map(|i| {
+                Sample::new(0, i, Nanos::from_millis(i * 50), Nanos::from_millis(i * 50 + 7))
+                    .with_values(vec![i as f64 * 0.1, -1.5e300, 3.0])
+            })
+            .collect();
+        samples[1].state = Some(4);
+        samples[2].event = Some(Lifecycle::Teleport);
+        samples[3].values[1] = f64::NAN;
+        samples[4].values = vec![];
+        let script = Script {
+            packets: vec![
+                (packet(0, 0, 0, false), Nanos::from_millis(7)),
+                (packet(2, 2, 100, false), Nanos::from_millis(107)),
+                (packet(1, 1, 50, false), Nanos::from_millis(108)),
+                (packet(1, 1, 50, true), Nanos::from_millis(109)),
+                (packet(3, 3, 150, false), Nanos::from_millis(157)),
+                (packet(4, 4, 200, false), Nanos::from_secs_f64(9e4)),
+            ],
+            frames: vec![
+                ScriptFrame {
+                    at: Nanos::from_millis(5),
+                    now: Nanos::from_millis(-3),
+                    pushed: 0,
+                },
+                ScriptFrame {
+                    at: Nanos::from_millis(110),
+                    now: Nanos::from_millis(100),
+                    pushed: 4,
+                },
+                ScriptFrame {
+                    at: Nanos::from_secs_f64(9e4),
+                    now: Nanos::from_secs_f64(9e4),
+                    pushed: 6,
+                },
+            ],
+        };
+        (samples, script)
+    }
+
+    /// One batch in `format`, read back as a document (framing removed).
+    fn document(format: Format, values: bool) -> serde_json::Value {
+        let (samples, script) = fixture();
+        let e = Encoder {
+            samples: &samples,
+            script: &script,
+            origin: Origin::of(&script),
+            values,
+        };
+        let mut out = vec![1, 2, 3];
+        e.batch(format, &mut out, 7, &script.frames, 0).unwrap();
+        match format {
+            Format::Json => {
+                assert_eq!(out.last(), Some(&b'\n'));
+                serde_json::from_slice(&out).unwrap()
+            }
+            Format::Msgpack => {
+                let n = u32::from_be_bytes(out[..4].try_into().unwrap()) as usize;
+                assert_eq!(n, out.len() - 4, "the prefix is the message's length");
+                rmp_serde::from_slice(&out[4..]).unwrap()
+            }
+        }
+    }
+
+    #[test]
+    fn messagepack_carries_the_json_document_key_for_key() {
+        for values in [true, false] {
+            let json = document(Format::Json, values);
+            let mp = document(Format::Msgpack, values);
+            assert_eq!(mp, json, "values={values}");
+            // The fixture's optional fields are all there.
+            let text = json.to_string();
+            for needle in [
+                "\"repeat\":true",
+                "\"state\":4",
+                "\"event\":\"teleport\"",
+                "\"v\":2",
+                "\"batch\":7",
+            ] {
+                assert!(text.contains(needle), "{needle} in {text}");
+            }
+            assert_eq!(text.contains("null"), values, "{text}");
+        }
+    }
+
+    #[test]
+    fn messagepack_values_are_float64_bit_for_bit() {
+        let mp = document(Format::Msgpack, true);
+        let v = &mp["frames"][1]["push"][0]["values"];
+        assert_eq!(v[1].as_f64(), Some(-1.5e300));
+        assert_eq!(v[0].as_f64().map(f64::to_bits), Some(0.0f64.to_bits()));
+    }
+
+    #[test]
+    fn replies_decode_alike_in_both_framings() {
+        let json = br#"{"batch":3,"picks":[{"mode":"interpolate","from":1,"to":2,"alpha":0.25,"delay":5,"frozen":true,"extra":[1,{"x":null}]},{"mode":"hold","from":0,"delay":0,"hold":"gap","depth":2}],"counters":{"inserted":4}}"#;
+        let doc: serde_json::Value = serde_json::from_slice(json).unwrap();
+        let mp = rmp_serde::to_vec_named(&doc).unwrap();
+        let a = decode_reply(Format::Json, json).unwrap();
+        let b = decode_reply(Format::Msgpack, &mp).unwrap();
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert_eq!(b.batch, 3);
+        assert_eq!(b.picks[0].alpha, Some(0.25));
+        assert!(b.picks[0].frozen);
+        assert_eq!(b.picks[1].depth, Some(2));
+        assert_eq!(b.counters.map(|c| c.inserted), Some(4));
+        // An integer alpha, as a child may write 0 or 1.
+        let one = rmp_serde::to_vec_named(&serde_json::json!({"batch":0,"picks":[{"mode":"interpolate","from":0,"to":1,"alpha":1,"delay":0}]})).unwrap();
+        assert_eq!(decode_reply(Format::Msgpack, &one).unwrap().picks[0].alpha, Some(1.0));
+        assert!(decode_reply(Format::Msgpack, b"\x93\x01\x02\x03").is_err());
+        assert!(decode_reply(Format::Msgpack, json).is_err());
+    }
+
+    #[test]
+    fn the_hello_is_one_json_line_naming_the_format() {
+        for (format, values) in [(Format::Json, true), (Format::Msgpack, false)] {
+            let hello = super::super::protocol::hello(format, values);
+            assert_eq!(hello.iter().filter(|&&b| b == b'\n').count(), 1);
+            let doc: serde_json::Value = serde_json::from_slice(&hello).unwrap();
+            assert_eq!(
+                doc,
+                serde_json::json!({"protocol": "jitterlab-exec", "v": 2, "format": format.name(), "values": values})
+            );
+        }
+    }
+}
