@@ -541,3 +541,43 @@ fn the_same_child_gives_the_same_replay_over_json_and_msgpack() {
         }
     }
 }
+
+/// The Rust example child (`examples/exec_newest.rs`), which `cargo test` builds beside the
+/// tests; `None` (after saying so) when it was not built (`cargo test --test external` alone).
+fn rust_example() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let name = format!("exec_newest{}", std::env::consts::EXE_SUFFIX);
+    let path = exe.parent()?.parent()?.join("examples").join(name);
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "skipped: {} is not built (cargo test builds it with the examples)",
+            path.display()
+        );
+        None
+    }
+}
+
+#[test]
+fn the_rust_example_child_agrees_over_both_framings_and_with_python() {
+    let Some(rust) = rust_example() else {
+        return;
+    };
+    let samples = rich_trace();
+    let command = rust.display().to_string();
+    let (json_frames, json_metrics) = full_replay(&samples, &format!("exec:{command}"));
+    let (mp_frames, mp_metrics) = full_replay(&samples, &format!("exec(format=msgpack):{command}"));
+    assert_eq!(mp_frames, json_frames);
+    assert_eq!(mp_metrics, json_metrics);
+    assert!(json_frames.iter().any(|f| f.starts_with("Hold")));
+    // The same logic in Python gives the same replay.
+    if have_msgpack() {
+        let py = format!(
+            "python3 {}",
+            root().join("examples/external/trivial_newest.py").display()
+        );
+        let (py_frames, _) = full_replay(&samples, &format!("exec(format=msgpack):{py}"));
+        assert_eq!(py_frames, json_frames);
+    }
+}
