@@ -13,6 +13,7 @@
 
 mod json;
 mod msgpack;
+mod msgpack_reply;
 mod process;
 mod protocol;
 

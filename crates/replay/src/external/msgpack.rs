@@ -2,8 +2,8 @@
 //! `docs/external-policy.md`): each message is its length in bytes as 4 bytes, big-endian,
 //! then that many bytes of MessagePack holding the same document as the JSON Lines framing
 //! (maps with the same string keys, integers as integers, values as float 64, `nil` for a value
-//! that is not finite). Batches are written with `rmp`'s encoders field by field (no serde on
-//! the critical path); replies are read with `rmp-serde`.
+//! that is not finite). Batches are written with `rmp`'s encoders field by field, and replies
+//! read marker by marker ([`super::msgpack_reply`]): no serde on the critical path.
 
 use jitterlab_capture::decode::Lifecycle;
 use rmp::encode;

@@ -1,7 +1,8 @@
 //! The messages of an external policy, whatever their framing (`docs/external-policy.md`):
 //! the hello, one message per batch of frames from jitterlab, one message per batch of picks
 //! back. The framings are JSON Lines ([`super::json`]) and length-prefixed MessagePack
-//! ([`super::msgpack`]); both carry the same document, key for key.
+//! ([`super::msgpack`], replies read by [`super::msgpack_reply`]); both carry the same
+//! document, key for key.
 
 use std::fmt;
 use std::str::FromStr;
@@ -124,7 +125,7 @@ impl Encoder<'_> {
 pub(super) fn decode_reply(format: Format, message: &[u8]) -> Result<Reply, String> {
     match format {
         Format::Json => serde_json::from_slice(message).map_err(|e| e.to_string()),
-        Format::Msgpack => rmp_serde::from_slice(message).map_err(|e| e.to_string()),
+        Format::Msgpack => super::msgpack_reply::decode(message),
     }
 }
 
