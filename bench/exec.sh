@@ -1,6 +1,7 @@
 #!/bin/sh
 # External-policy throughput (`--policy exec:CMD`): 1M packets through a trivial child in Rust
-# (crates/replay/examples/exec_newest.rs), Python (examples/external/trivial_newest.py) and Node
+# (crates/replay/examples/exec_newest.rs with serde; exec_newest_raw.rs parsing MessagePack by
+# hand), Python (examples/external/trivial_newest.py) and Node
 # (examples/external/trivial_newest.mjs), over JSON Lines and MessagePack, with and without the
 # values, protocol and pipes included. Figures in BENCHMARKS.md.
 #
@@ -10,11 +11,14 @@
 # Set EXEC_CRITERION=0 to skip the criterion part.
 set -eu
 cd "$(dirname "$0")/.."
-nice -n 10 cargo build --release -q -p jitterlab-replay --example exec_newest --example exec_throughput
+nice -n 10 cargo build --release -q -p jitterlab-replay --example exec_newest --example exec_newest_raw \
+  --example exec_throughput
 rust=target/release/examples/exec_newest
+raw=target/release/examples/exec_newest_raw
 py="python3 examples/external/trivial_newest.py"
 js="node examples/external/trivial_newest.mjs"
 policies="exec:$rust|exec(values=false):$rust|exec(format=msgpack):$rust|exec(format=msgpack,values=false):$rust"
+policies="$policies|exec(format=msgpack):$raw|exec(format=msgpack,values=false):$raw"
 if command -v python3 > /dev/null; then
   policies="$policies|exec:$py|exec(values=false):$py"
   if python3 -c "import msgpack" 2> /dev/null; then

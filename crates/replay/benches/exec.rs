@@ -1,6 +1,7 @@
 //! External-policy throughput (`exec:CMD`, `docs/external-policy.md`): a 1,000,000-packet trace
 //! (60 Hz snapshots through the `wifi` profile) sampled at 60 fps through a trivial child in
-//! Rust (`examples/exec_newest.rs`), in Python (`examples/external/trivial_newest.py`) and in
+//! Rust (`examples/exec_newest.rs` with serde, `examples/exec_newest_raw.rs` parsing MessagePack
+//! by hand), in Python (`examples/external/trivial_newest.py`) and in
 //! Node (`examples/external/trivial_newest.mjs`, JSON Lines only), over JSON Lines and over
 //! MessagePack, with and without the values, protocol and pipe included, in packets per
 //! second. A child whose interpreter (or `msgpack` package) is missing is skipped, saying so.
@@ -35,6 +36,13 @@ fn bench(c: &mut Criterion) {
     } else {
         eprintln!("skipped the Rust child: build it with bench/exec.sh");
     }
+    // The same policy parsing MessagePack by hand (`examples/exec_newest_raw.rs`).
+    let raw = root.join("target/release/examples/exec_newest_raw");
+    if raw.exists() {
+        children.push(("trivial_rust_raw", raw.display().to_string(), &["msgpack"]));
+    } else {
+        eprintln!("skipped the hand-parsing Rust child: build it with bench/exec.sh");
+    }
     if runs("python3", &["--version"]) {
         let py = root.join("examples/external/trivial_newest.py");
         let formats: &[&str] = if runs("python3", &["-c", "import msgpack"]) {
@@ -43,7 +51,11 @@ fn bench(c: &mut Criterion) {
             eprintln!("skipped the Python child over MessagePack: pip install msgpack");
             &["json"]
         };
-        children.push(("trivial_python", format!("python3 {}", py.display()), formats));
+        children.push((
+            "trivial_python",
+            format!("python3 {}", py.display()),
+            formats,
+        ));
     } else {
         eprintln!("skipped the Python child: python3 is not installed");
     }

@@ -356,7 +356,10 @@ fn an_oversized_msgpack_reply_is_refused() {
 #[test]
 fn a_child_speaking_another_protocol_is_refused_in_msgpack() {
     let text = failure_as("msgpack", "echo hello; cat > /dev/null");
-    assert!(text.contains("reply is not a MessagePack message"), "{text}");
+    assert!(
+        text.contains("reply is not a MessagePack message"),
+        "{text}"
+    );
     assert!(text.contains("'hello'"), "{text}");
 }
 
@@ -369,13 +372,19 @@ fn a_json_child_spoken_to_in_msgpack_is_told_so() {
         r#"read -r hello; echo '{"batch":0,"picks":[]}'; cat > /dev/null"#,
     );
     assert!(text.contains(r#"'{"batch":0,"picks":[]}'"#), "{text}");
-    assert!(text.contains("exec(format=json) speaks JSON Lines"), "{text}");
+    assert!(
+        text.contains("exec(format=json) speaks JSON Lines"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_framed_reply_that_is_not_messagepack_is_refused() {
     // A well-framed 3-byte message, then nothing valid inside.
-    let text = failure_as("msgpack", r"printf '\000\000\000\003\301ab'; cat > /dev/null");
+    let text = failure_as(
+        "msgpack",
+        r"printf '\000\000\000\003\301ab'; cat > /dev/null",
+    );
     assert!(text.contains("reply is not a protocol message"), "{text}");
     assert!(text.contains("3 bytes, c1 61 62"), "{text}");
 }
@@ -483,8 +492,13 @@ fn rich_trace() -> Vec<Sample> {
         samples.push(s);
         if i == 200 {
             samples.push(
-                Sample::new(0, i, Nanos::from_millis(i * 20), Nanos::from_millis(i * 20 + 80))
-                    .with_values(vec![0.0, 0.0, 0.0]),
+                Sample::new(
+                    0,
+                    i,
+                    Nanos::from_millis(i * 20),
+                    Nanos::from_millis(i * 20 + 80),
+                )
+                .with_values(vec![0.0, 0.0, 0.0]),
             );
         }
     }
@@ -526,11 +540,18 @@ fn the_same_child_gives_the_same_replay_over_json_and_msgpack() {
     // Seed 003's buffer (its own counters, interpolation) and the trivial one (holds, no
     // counters), each speaking the framing its hello names.
     for child in ["seed003_unity_buffer.py 100", "trivial_newest.py"] {
-        let command = format!("python3 {}", root().join("examples/external").join(child).display());
+        let command = format!(
+            "python3 {}",
+            root().join("examples/external").join(child).display()
+        );
         let (json_frames, json_metrics) = full_replay(&samples, &format!("exec:{command}"));
         let (mp_frames, mp_metrics) =
             full_replay(&samples, &format!("exec(format=msgpack):{command}"));
-        assert!(json_frames.len() > 400, "{child}: {} frames", json_frames.len());
+        assert!(
+            json_frames.len() > 400,
+            "{child}: {} frames",
+            json_frames.len()
+        );
         assert_eq!(mp_frames, json_frames, "{child}: the timelines differ");
         assert_eq!(mp_metrics, json_metrics, "{child}: the metrics differ");
         if child.starts_with("seed003") {

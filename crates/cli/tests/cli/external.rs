@@ -295,7 +295,10 @@ fn the_docs_minimal_msgpack_python_policy_runs() {
         return;
     }
     let docs = std::fs::read_to_string(root().join("docs/external-policy.md")).unwrap();
-    let after = docs.split("The same policy over MessagePack").nth(1).unwrap();
+    let after = docs
+        .split("The same policy over MessagePack")
+        .nth(1)
+        .unwrap();
     let code = after
         .split("```python\n")
         .nth(1)

@@ -172,22 +172,22 @@ impl ExecEngine {
             let encoding = std::thread::Builder::new()
                 .name("exec-encoder".into())
                 .spawn_scoped(scope, move || {
-                for (i, &(s, e)) in all.iter().enumerate() {
-                    let mut message = recycled.try_recv().unwrap_or_default();
-                    let encoded = encoder
-                        .batch(
-                            format,
-                            &mut message,
-                            i as u64,
-                            &script.frames[s..e],
-                            first_packet(s),
-                        )
-                        .map(|()| message);
-                    if ready_tx.send(encoded).is_err() {
-                        return;
+                    for (i, &(s, e)) in all.iter().enumerate() {
+                        let mut message = recycled.try_recv().unwrap_or_default();
+                        let encoded = encoder
+                            .batch(
+                                format,
+                                &mut message,
+                                i as u64,
+                                &script.frames[s..e],
+                                first_packet(s),
+                            )
+                            .map(|()| message);
+                        if ready_tx.send(encoded).is_err() {
+                            return;
+                        }
                     }
-                }
-            });
+                });
             if let Err(e) = encoding {
                 return Err(self.error("start", format!("cannot start the encoder thread: {e}")));
             }
@@ -236,7 +236,8 @@ impl ExecEngine {
                             ),
                             WaitError::Io(e) => format!("cannot read its output: {e}"),
                             WaitError::Ended(status) => {
-                                let status = status.map_or("did not exit".into(), |s| s.to_string());
+                                let status =
+                                    status.map_or("did not exit".into(), |s| s.to_string());
                                 let mut r = format!("the child's output ended ({status})");
                                 if let Some(w) = child.write_error() {
                                     r.push_str(&format!("; writing to it failed: {w}"));
@@ -392,9 +393,7 @@ impl ExecEngine {
         };
         let send = |i: u32| samples[i as usize].send;
         // By default: the packets arrived at or after the target.
-        let depth = msg
-            .depth
-            .unwrap_or_else(|| at_or_after(sends, target));
+        let depth = msg.depth.unwrap_or_else(|| at_or_after(sends, target));
         let pick = match msg.mode {
             ModeMsg::Empty => {
                 absent("from", msg.from)?;

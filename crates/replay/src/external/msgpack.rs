@@ -2,7 +2,8 @@
 //! `docs/external-policy.md`): each message is its length in bytes as 4 bytes, big-endian,
 //! then that many bytes of MessagePack holding the same document as the JSON Lines framing
 //! (maps with the same string keys, integers as integers, values as float 64, `nil` for a value
-//! that is not finite). Batches are written with `rmp`'s encoders field by field, and replies
+//! that is not finite). Batches are written field by field (integers, keys and floats by hand,
+//! the rest with `rmp`'s encoders), and replies
 //! read marker by marker ([`super::msgpack_reply`]): no serde on the critical path.
 
 use jitterlab_capture::decode::Lifecycle;
@@ -17,12 +18,33 @@ pub(super) const PREFIX: usize = 4;
 /// Drops the result of a write into a `Vec`, which cannot fail.
 fn ok<T, E>(_: Result<T, E>) {}
 
+/// A key (or a short string): a fixstr, its marker and bytes in one go.
 fn key(out: &mut Vec<u8>, name: &str) {
-    ok(encode::write_str(out, name));
+    debug_assert!(name.len() < 32);
+    out.push(0xa0 | name.len() as u8);
+    out.extend_from_slice(name.as_bytes());
 }
 
+/// An integer in the fewest bytes MessagePack allows for its sign (by hand: `rmp`'s
+/// `write_sint` goes through `io::Write` for every byte, and integers are most of a batch).
 fn int(out: &mut Vec<u8>, n: i64) {
-    ok(encode::write_sint(out, n));
+    if (0..128).contains(&n) {
+        out.push(n as u8);
+    } else if (-32..0).contains(&n) {
+        out.push(n as i8 as u8);
+    } else if let Ok(v) = u16::try_from(n) {
+        out.push(0xcd);
+        out.extend_from_slice(&v.to_be_bytes());
+    } else if let Ok(v) = u32::try_from(n) {
+        out.push(0xce);
+        out.extend_from_slice(&v.to_be_bytes());
+    } else if let Ok(v) = i32::try_from(n) {
+        out.push(0xd2);
+        out.extend_from_slice(&v.to_be_bytes());
+    } else {
+        out.push(0xd3);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
 }
 
 fn len(n: usize) -> u32 {
@@ -86,7 +108,8 @@ pub(super) fn encode_batch(
                 ok(encode::write_array_len(out, len(s.values.len())));
                 for &v in s.values.iter() {
                     if v.is_finite() {
-                        ok(encode::write_f64(out, v));
+                        out.push(0xcb);
+                        out.extend_from_slice(&v.to_bits().to_be_bytes());
                     } else {
                         ok(encode::write_nil(out));
                     }
@@ -147,8 +170,13 @@ mod tests {
     fn fixture() -> (Vec<Sample>, Script) {
         let mut samples: Vec<Sample> = (0..5)
             .map(|i| {
-                Sample::new(0, i, Nanos::from_millis(i * 50), Nanos::from_millis(i * 50 + 7))
-                    .with_values(vec![i as f64 * 0.1, -1.5e300, 3.0])
+                Sample::new(
+                    0,
+                    i,
+                    Nanos::from_millis(i * 50),
+                    Nanos::from_millis(i * 50 + 7),
+                )
+                .with_values(vec![i as f64 * 0.1, -1.5e300, 3.0])
             })
             .collect();
         samples[1].state = Some(4);
@@ -231,6 +259,28 @@ mod tests {
     }
 
     #[test]
+    fn integers_read_back_at_every_width_boundary() {
+        let mut ns = vec![
+            0, 1, 127, 128, 255, 256, 65_535, 65_536, -1, -32, -33, -128, -129,
+        ];
+        ns.extend([
+            i64::from(u32::MAX),
+            i64::from(u32::MAX) + 1,
+            i64::from(i32::MIN),
+        ]);
+        ns.extend([i64::from(i32::MIN) - 1, i64::MAX, i64::MIN]);
+        for n in ns {
+            let mut out = Vec::new();
+            super::int(&mut out, n);
+            let mut rd = &out[..];
+            assert_eq!(rmp::decode::read_int::<i64, _>(&mut rd).unwrap(), n);
+            assert!(rd.is_empty(), "{n}: {out:02x?}");
+            let fewest = if (-32..128).contains(&n) { 1 } else { 3 };
+            assert!(out.len() >= fewest && out.len() <= 9, "{n}: {out:02x?}");
+        }
+    }
+
+    #[test]
     fn messagepack_values_are_float64_bit_for_bit() {
         let mp = document(Format::Msgpack, true);
         let v = &mp["frames"][1]["push"][0]["values"];
@@ -253,7 +303,10 @@ mod tests {
         assert_eq!(b.counters.map(|c| c.inserted), Some(4));
         // An integer alpha, as a child may write 0 or 1.
         let one = rmp_serde::to_vec_named(&serde_json::json!({"batch":0,"picks":[{"mode":"interpolate","from":0,"to":1,"alpha":1,"delay":0}]})).unwrap();
-        assert_eq!(decode_reply(Format::Msgpack, &one).unwrap().picks[0].alpha, Some(1.0));
+        assert_eq!(
+            decode_reply(Format::Msgpack, &one).unwrap().picks[0].alpha,
+            Some(1.0)
+        );
         assert!(decode_reply(Format::Msgpack, b"\x93\x01\x02\x03").is_err());
         assert!(decode_reply(Format::Msgpack, json).is_err());
     }

@@ -145,11 +145,9 @@ impl<'a> Reader<'a> {
         }
         let m = self.marker()?;
         let (bytes, items) = match m {
-            Marker::FixPos(_)
-            | Marker::FixNeg(_)
-            | Marker::Null
-            | Marker::True
-            | Marker::False => (0, 0),
+            Marker::FixPos(_) | Marker::FixNeg(_) | Marker::Null | Marker::True | Marker::False => {
+                (0, 0)
+            }
             Marker::Reserved => return Err("marker 0xc1 is reserved".into()),
             Marker::U8 | Marker::I8 => (1, 0),
             Marker::U16 | Marker::I16 => (2, 0),
@@ -317,10 +315,7 @@ pub(super) fn decode(bytes: &[u8]) -> Res<Reply> {
         }
     }
     if r.at != bytes.len() {
-        return Err(format!(
-            "{} bytes after the reply",
-            bytes.len() - r.at
-        ));
+        return Err(format!("{} bytes after the reply", bytes.len() - r.at));
     }
     Ok(Reply {
         batch: batch.ok_or("missing field `batch`")?,
@@ -404,12 +399,17 @@ mod tests {
         let reply = alike(&b).unwrap();
         assert_eq!(reply.batch, 9);
         let p = &reply.picks[0];
-        assert_eq!((p.from, p.to, p.alpha, p.delay), (Some(2), Some(3), Some(0.5), 1000));
+        assert_eq!(
+            (p.from, p.to, p.alpha, p.delay),
+            (Some(2), Some(3), Some(0.5), 1000)
+        );
     }
 
     #[test]
     fn broken_messages_are_refused_with_a_reason() {
-        let good = rmp_serde::to_vec_named(&json!({"batch": 0, "picks": [{"mode": "empty", "delay": 0}]})).unwrap();
+        let good =
+            rmp_serde::to_vec_named(&json!({"batch": 0, "picks": [{"mode": "empty", "delay": 0}]}))
+                .unwrap();
         // Cut anywhere: refused, never a panic.
         for cut in 0..good.len() {
             assert!(decode(&good[..cut]).is_err(), "cut at {cut}");
@@ -426,7 +426,9 @@ mod tests {
         bomb.extend_from_slice(&deep[1..]);
         assert!(decode(&bomb).unwrap_err().contains("nest deeper"));
         // An array that claims more picks than the message holds.
-        let huge = [0x81, 0xa5, b'p', b'i', b'c', b'k', b's', 0xdd, 0xff, 0xff, 0xff, 0xff];
+        let huge = [
+            0x81, 0xa5, b'p', b'i', b'c', b'k', b's', 0xdd, 0xff, 0xff, 0xff, 0xff,
+        ];
         assert!(decode(&huge).is_err());
         assert!(decode(b"{\"batch\":0}").unwrap_err().contains("not a map"));
     }

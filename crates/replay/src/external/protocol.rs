@@ -114,9 +114,7 @@ impl Encoder<'_> {
                 super::json::encode_batch(out, self, batch, frames, first_packet);
                 Ok(())
             }
-            Format::Msgpack => {
-                super::msgpack::encode_batch(out, self, batch, frames, first_packet)
-            }
+            Format::Msgpack => super::msgpack::encode_batch(out, self, batch, frames, first_packet),
         }
     }
 }

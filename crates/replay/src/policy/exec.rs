@@ -101,7 +101,8 @@ impl Preset for ExecConfig {
                 }),
                 key!(Self, "batch", |c| c.batch, print, batch),
                 key!(Self, "values", |c| c.values, print, super::keys::boolean),
-                key!(Self, "format", |c| c.format, print, |v: &str| v.parse::<Format>()),
+                key!(Self, "format", |c| c.format, print, |v: &str| v
+                    .parse::<Format>()),
             ]
         })
     }
