@@ -54,7 +54,14 @@ const buffer = new SnapshotBuffer(delay, 120e6);
 const counters = { inserted: 0, duplicates: 0, evicted: 0 };
 // Each snapshot's value is the packet's id: a held value names the packet held, and
 // jitterlab computes the shown values from the pair and alpha.
+let hello = null;
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  // The first line is jitterlab's hello; this child speaks JSON Lines only.
+  if (hello === null) {
+    hello = JSON.parse(line);
+    if (hello.format !== 'json') throw new Error(`this child speaks JSON Lines, not ${hello.format}`);
+    continue;
+  }
   const batch = JSON.parse(line);
   const picks = batch.frames.map(frame => {
     for (const p of frame.push) {

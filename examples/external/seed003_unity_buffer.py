@@ -7,7 +7,9 @@ its buffer logic written in Python, driven by jitterlab over the external-policy
 
 The argument is the render delay in ms (the sample's RemotePlayer adapts it from an RFC 3550
 jitter estimate; here it is fixed, so that the buffer logic can be compared with a built-in
-configuration). Times on the wire are integer nanoseconds.
+configuration). Times on the wire are integer nanoseconds. It speaks either framing, the one
+jitterlab's hello names: add `format=msgpack` to the options for MessagePack (with Python's
+`msgpack` package).
 """
 import json
 import sys
@@ -53,12 +55,39 @@ class SnapshotBuffer:
         return (held[1], None, None)
 
 
+def messages():
+    """jitterlab's batches, in the framing its hello names (JSON Lines or MessagePack), and
+    a function writing one reply in that framing."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    hello = json.loads(stdin.readline())
+    if hello.get("protocol") != "jitterlab-exec":
+        sys.exit(f"not jitterlab's hello: {hello}")
+    if hello["format"] == "json":
+        def reply(doc):
+            stdout.write(json.dumps(doc).encode() + b"\n")
+            stdout.flush()
+        return (json.loads(line) for line in stdin), reply
+    if hello["format"] != "msgpack":
+        sys.exit(f"unknown format {hello['format']}")
+    import msgpack  # only needed for exec(format=msgpack)
+
+    def batches():
+        while len(head := stdin.read(4)) == 4:
+            yield msgpack.unpackb(stdin.read(int.from_bytes(head, "big")))
+
+    def reply(doc):
+        body = msgpack.packb(doc)
+        stdout.write(len(body).to_bytes(4, "big") + body)
+        stdout.flush()
+    return batches(), reply
+
+
 def main():
     delay = int(float(sys.argv[1] if len(sys.argv) > 1 else "100") * 1e6)
     buf = SnapshotBuffer()
     counters = {"inserted": 0, "duplicates": 0, "stale": 0, "evicted": 0}
-    for line in sys.stdin:
-        batch = json.loads(line)
+    batches, reply = messages()
+    for batch in batches:
         picks = []
         for frame in batch["frames"]:
             for p in frame["push"]:
@@ -77,8 +106,7 @@ def main():
                 picks.append({"mode": "hold", "from": s[0], "delay": delay})
             else:
                 picks.append({"mode": "interpolate", "from": s[0], "to": s[1], "alpha": s[2], "delay": delay})
-        sys.stdout.write(json.dumps({"batch": batch["batch"], "picks": picks, "counters": counters}) + "\n")
-        sys.stdout.flush()
+        reply({"batch": batch["batch"], "picks": picks, "counters": counters})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,14 @@
 import { createInterface } from 'node:readline';
 
 let newest = null;
+let hello = null;
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  // The first line is jitterlab's hello; this child speaks JSON Lines only.
+  if (hello === null) {
+    hello = JSON.parse(line);
+    if (hello.format !== 'json') throw new Error(`this child speaks JSON Lines, not ${hello.format}`);
+    continue;
+  }
   const batch = JSON.parse(line);
   const picks = batch.frames.map(frame => {
     for (const p of frame.push) if (newest === null || p.send > newest.send) newest = p;

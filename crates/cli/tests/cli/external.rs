@@ -233,3 +233,86 @@ fn exec_timeout_bounds_a_hanging_child() {
     assert!(err.contains("no complete reply within 300ms"), "{err}");
     assert!(err.contains("batch 0"), "{err}");
 }
+
+/// Whether Python's `msgpack` package imports; like [`have`].
+fn have_msgpack() -> bool {
+    let ok = have("python3")
+        && std::process::Command::new("python3")
+            .args(["-c", "import msgpack"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("JITTERLAB_REQUIRE_PEERS").is_none(),
+            "JITTERLAB_REQUIRE_PEERS is set but Python's msgpack does not import (pip install msgpack)"
+        );
+        eprintln!("skipped: Python's msgpack is not installed (pip install msgpack)");
+    }
+    ok
+}
+
+/// `replay --json` through `policy` with the timeline written: the metrics (without the
+/// policy's name) and the timeline's text.
+fn replay_both(dir: &Path, policy: &str) -> (serde_json::Value, String) {
+    let csv = dir.join("timeline.csv");
+    let out = jitterlab()
+        .arg("replay")
+        .arg(demo())
+        .args(["--policy", policy, "--json", "--force", "--timeline"])
+        .arg(&csv)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metrics = v["metrics"].take();
+    (metrics, std::fs::read_to_string(&csv).unwrap())
+}
+
+#[test]
+fn seed003_gives_the_same_metrics_and_timeline_over_json_and_msgpack() {
+    if !have_msgpack() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = root().join("examples/external/seed003_unity_buffer.py");
+    let command = format!("python3 {} 100", script.display());
+    let (json_metrics, json_timeline) =
+        replay_both(dir.path(), &format!("exec(max_delay=100ms):{command}"));
+    let (mp_metrics, mp_timeline) = replay_both(
+        dir.path(),
+        &format!("exec(max_delay=100ms,format=msgpack):{command}"),
+    );
+    assert!(json_timeline.lines().count() > 1000);
+    assert_eq!(mp_timeline, json_timeline);
+    assert_eq!(mp_metrics, json_metrics);
+    assert_eq!(json_metrics["inserted"], 466, "{json_metrics}");
+}
+
+#[test]
+fn the_docs_minimal_msgpack_python_policy_runs() {
+    if !have_msgpack() {
+        return;
+    }
+    let docs = std::fs::read_to_string(root().join("docs/external-policy.md")).unwrap();
+    let after = docs
+        .split("The same policy over MessagePack")
+        .nth(1)
+        .unwrap();
+    let code = after
+        .split("```python\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "newest_msgpack.py", code.as_bytes());
+    let (m, _) = replay_both(
+        dir.path(),
+        &format!("exec(format=msgpack):python3 {}", script.display()),
+    );
+    assert_eq!(m["holds"], m["frames"], "{m}");
+    assert!(m["frames"].as_u64().unwrap() > 1000, "{m}");
+    assert_eq!(m["inserted"], 466, "{m}");
+}

@@ -1,6 +1,6 @@
 //! External policies (`exec:CMD`): a user's own buffer, in any language, run as a child
-//! process and driven over a line protocol on its standard input and output
-//! (`docs/external-policy.md`).
+//! process and driven over a batched protocol on its standard input and output, in JSON Lines
+//! or length-prefixed MessagePack (`docs/external-policy.md`).
 //!
 //! This is the one part of the crate that does I/O: the rest stays sans-IO. The engine
 //! ([`ExecEngine`]) is given the whole replay before it runs ([`Script`]: frames and
@@ -11,10 +11,16 @@
 //! an [`Error::External`] naming the policy and the batch, frame or packet. The child is
 //! killed and reaped whatever happens.
 
+mod json;
+mod msgpack;
+mod msgpack_reply;
 mod process;
 mod protocol;
 
+pub use protocol::Format;
+
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use jitterlab_capture::Nanos;
@@ -77,6 +83,8 @@ pub struct ExecOptions {
     /// Whether pushes carry the samples' values (a buffer that decides by times alone does
     /// not need them; jitterlab computes what is shown from the pick).
     pub values: bool,
+    /// How messages are framed: JSON Lines or MessagePack.
+    pub format: Format,
     /// The policy string, for error messages.
     pub policy: String,
 }
@@ -117,7 +125,8 @@ impl ExecEngine {
     /// Runs the child over `script` and keeps its answers.
     fn run(&mut self, samples: &[Sample], script: &Script) -> Result<(), Error> {
         let timeout = self.options.timeout.unwrap_or_else(default_timeout);
-        let mut child = Process::spawn(&self.options.command).map_err(|e| {
+        let format = self.options.format;
+        let mut child = Process::spawn(&self.options.command, format).map_err(|e| {
             self.error(
                 "start",
                 format!("cannot run `{}`: {e}", self.options.command),
@@ -142,7 +151,7 @@ impl ExecEngine {
                 script.frames[frame - 1].pushed
             }
         };
-        let mut line = String::new();
+        child.send(protocol::hello(format, self.options.values));
         let mut sent = 0usize;
         let window = self.options.window.max(1);
         // Which packets have arrived (by sample index), for "a pick from the future".
@@ -153,124 +162,174 @@ impl ExecEngine {
         let mut sends: Vec<Nanos> = Vec::new();
         self.answers.reserve(script.frames.len());
         self.newest.reserve(script.frames.len());
-        for (b, &(start, end)) in batches.iter().enumerate() {
-            while sent < batches.len() && sent < b + window {
-                let (s, e) = batches[sent];
-                protocol::encode_batch(
-                    &mut line,
-                    &encoder,
-                    sent as u64,
-                    &script.frames[s..e],
-                    first_packet(s),
-                );
-                child.send(std::mem::take(&mut line));
-                sent += 1;
+        // The batches are encoded on a thread of their own, up to `window` ahead of those
+        // sent, while this one reads and checks the replies. Returning (an error) drops
+        // `ready`, which stops the encoder, so that the scope's join never waits long.
+        let recycled = child.recycled();
+        std::thread::scope(|scope| -> Result<(), Error> {
+            let (ready_tx, ready) = mpsc::sync_channel::<Result<Vec<u8>, String>>(window);
+            let all = &batches;
+            let encoding = std::thread::Builder::new()
+                .name("exec-encoder".into())
+                .spawn_scoped(scope, move || {
+                    for (i, &(s, e)) in all.iter().enumerate() {
+                        let mut message = recycled.try_recv().unwrap_or_default();
+                        let encoded = encoder
+                            .batch(
+                                format,
+                                &mut message,
+                                i as u64,
+                                &script.frames[s..e],
+                                first_packet(s),
+                            )
+                            .map(|()| message);
+                        if ready_tx.send(encoded).is_err() {
+                            return;
+                        }
+                    }
+                });
+            if let Err(e) = encoding {
+                return Err(self.error("start", format!("cannot start the encoder thread: {e}")));
             }
-            if sent == batches.len() {
-                child.close_input();
-            }
-            let where_ = || {
-                format!(
-                    "batch {b} (frames {start}..{end}, packets {}..{})",
-                    first_packet(start),
-                    script.frames[end - 1].pushed
-                )
-            };
-            let text = match child.recv(timeout) {
-                Ok(t) => t,
-                Err(e) => {
-                    let reason = match e {
-                        WaitError::Timeout => format!(
-                            "no complete reply within {} (a child that hangs, or a reply that never ends)",
-                            jitterlab_capture::spec::format_duration(Nanos(
-                                i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX)
-                            ))
-                        ),
-                        WaitError::TooLong => format!(
-                            "reply longer than {} MiB without a newline",
-                            process::MAX_LINE >> 20
-                        ),
-                        WaitError::Io(e) => format!("cannot read its output: {e}"),
-                        WaitError::Ended(status) => {
-                            let status = status.map_or("did not exit".into(), |s| s.to_string());
-                            let mut r = format!("the child's output ended ({status})");
-                            if let Some(w) = child.write_error() {
-                                r.push_str(&format!("; writing to it failed: {w}"));
+            for (b, &(start, end)) in batches.iter().enumerate() {
+                while sent < batches.len() && sent < b + window {
+                    let message = ready
+                        .recv()
+                        .map_err(|_| self.error(format!("batch {sent}"), "the encoder stopped"))?
+                        .map_err(|r| self.error(format!("batch {sent}"), r))?;
+                    child.send(message);
+                    sent += 1;
+                }
+                if sent == batches.len() {
+                    child.close_input();
+                }
+                let where_ = || {
+                    format!(
+                        "batch {b} (frames {start}..{end}, packets {}..{})",
+                        first_packet(start),
+                        script.frames[end - 1].pushed
+                    )
+                };
+                let text = match child.recv(timeout) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let reason = match e {
+                            WaitError::Timeout => format!(
+                                "no complete reply within {} (a child that hangs, or a reply that never ends)",
+                                jitterlab_capture::spec::format_duration(Nanos(
+                                    i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX)
+                                ))
+                            ),
+                            WaitError::TooLong => match format {
+                                Format::Json => format!(
+                                    "reply longer than {} MiB without a newline",
+                                    process::MAX_LINE >> 20
+                                ),
+                                Format::Msgpack => format!(
+                                    "reply's length prefix announces more than {} MiB",
+                                    process::MAX_LINE >> 20
+                                ),
+                            },
+                            WaitError::Unframed(head) => format!(
+                                "reply is not a MessagePack message: text where its 4-byte length was due, '{}' (a JSON Lines child? exec(format=json) speaks JSON Lines)",
+                                String::from_utf8_lossy(&head)
+                            ),
+                            WaitError::Io(e) => format!("cannot read its output: {e}"),
+                            WaitError::Ended(status) => {
+                                let status =
+                                    status.map_or("did not exit".into(), |s| s.to_string());
+                                let mut r = format!("the child's output ended ({status})");
+                                if let Some(w) = child.write_error() {
+                                    r.push_str(&format!("; writing to it failed: {w}"));
+                                }
+                                let tail = child.stderr_tail();
+                                if !tail.is_empty() {
+                                    r.push_str(&format!("; its stderr: {tail}"));
+                                }
+                                r
                             }
-                            let tail = child.stderr_tail();
-                            if !tail.is_empty() {
-                                r.push_str(&format!("; its stderr: {tail}"));
-                            }
-                            r
+                        };
+                        return Err(self.error(where_(), reason));
+                    }
+                };
+                let reply: Reply = protocol::decode_reply(format, &text).map_err(|e| {
+                    let reason = match format {
+                        Format::Json => {
+                            let shown: String =
+                                String::from_utf8_lossy(&text).chars().take(80).collect();
+                            format!("reply is not a protocol line ({e}): '{shown}'")
+                        }
+                        Format::Msgpack => {
+                            let shown: Vec<String> =
+                                text.iter().take(24).map(|b| format!("{b:02x}")).collect();
+                            format!(
+                                "reply is not a protocol message ({e}): {} bytes, {}{}",
+                                text.len(),
+                                shown.join(" "),
+                                if text.len() > 24 { " …" } else { "" }
+                            )
                         }
                     };
-                    return Err(self.error(where_(), reason));
+                    self.error(where_(), reason)
+                })?;
+                if reply.batch != b as u64 {
+                    return Err(self.error(
+                        where_(),
+                        format!(
+                            "reply answers batch {} (replies come in order)",
+                            reply.batch
+                        ),
+                    ));
                 }
-            };
-            let reply: Reply = serde_json::from_slice(&text).map_err(|e| {
-                let shown: String = String::from_utf8_lossy(&text).chars().take(80).collect();
-                self.error(
-                    where_(),
-                    format!("reply is not a protocol line ({e}): '{shown}'"),
-                )
-            })?;
-            if reply.batch != b as u64 {
-                return Err(self.error(
-                    where_(),
-                    format!(
-                        "reply answers batch {} (replies come in order)",
-                        reply.batch
-                    ),
-                ));
-            }
-            if reply.picks.len() != end - start {
-                return Err(self.error(
-                    where_(),
-                    format!(
-                        "reply has {} picks for {} frames (one per frame)",
-                        reply.picks.len(),
-                        end - start
-                    ),
-                ));
-            }
-            for (i, msg) in reply.picks.iter().enumerate() {
-                let f = start + i;
-                let frame = script.frames[f];
-                for &(p, _) in &script.packets[pushed..frame.pushed] {
-                    arrived[p.idx as usize] = true;
-                    if p.repeat != Some(true) {
-                        let at = sends.partition_point(|&s| s <= p.send);
-                        sends.insert(at, p.send);
+                if reply.picks.len() != end - start {
+                    return Err(self.error(
+                        where_(),
+                        format!(
+                            "reply has {} picks for {} frames (one per frame)",
+                            reply.picks.len(),
+                            end - start
+                        ),
+                    ));
+                }
+                for (i, msg) in reply.picks.iter().enumerate() {
+                    let f = start + i;
+                    let frame = script.frames[f];
+                    for &(p, _) in &script.packets[pushed..frame.pushed] {
+                        arrived[p.idx as usize] = true;
+                        if p.repeat != Some(true) {
+                            insert_sorted(&mut sends, p.send);
+                        }
+                        newest = Some(newest.map_or(p.send, |n: Nanos| n.max(p.send)));
                     }
-                    newest = Some(newest.map_or(p.send, |n: Nanos| n.max(p.send)));
+                    pushed = frame.pushed;
+                    let answer = self
+                        .check(samples, &arrived, newest, &sends, frame, msg)
+                        .map_err(|r| {
+                            self.error(
+                                format!(
+                                    "frame {f} (at {} ms, now {} ms)",
+                                    (frame.at - origin.local).as_millis_f64(),
+                                    (frame.now - origin.send).as_millis_f64()
+                                ),
+                                r,
+                            )
+                        })?;
+                    self.answers.push(answer);
+                    self.newest.push(newest);
                 }
-                pushed = frame.pushed;
-                let answer = self
-                    .check(samples, &arrived, newest, &sends, frame, msg)
-                    .map_err(|r| {
-                        self.error(
-                            format!(
-                                "frame {f} (at {} ms, now {} ms)",
-                                (frame.at - origin.local).as_millis_f64(),
-                                (frame.now - origin.send).as_millis_f64()
-                            ),
-                            r,
-                        )
-                    })?;
-                self.answers.push(answer);
-                self.newest.push(newest);
+                if let Some(c) = reply.counters {
+                    self.counters = Counters {
+                        inserted: c.inserted,
+                        duplicates: c.duplicates,
+                        late: c.late,
+                        stale: c.stale,
+                        evicted: c.evicted,
+                        refused: c.refused,
+                    };
+                }
             }
-            if let Some(c) = reply.counters {
-                self.counters = Counters {
-                    inserted: c.inserted,
-                    duplicates: c.duplicates,
-                    late: c.late,
-                    stale: c.stale,
-                    evicted: c.evicted,
-                    refused: c.refused,
-                };
-            }
-        }
+            Ok(())
+        })?;
         if batches.is_empty() {
             child.close_input();
         }
@@ -334,9 +393,7 @@ impl ExecEngine {
         };
         let send = |i: u32| samples[i as usize].send;
         // By default: the packets arrived at or after the target.
-        let depth = msg
-            .depth
-            .unwrap_or_else(|| sends.len() - sends.partition_point(|&s| s < target));
+        let depth = msg.depth.unwrap_or_else(|| at_or_after(sends, target));
         let pick = match msg.mode {
             ModeMsg::Empty => {
                 absent("from", msg.from)?;
@@ -387,6 +444,34 @@ impl ExecEngine {
     }
 }
 
+/// Inserts `send` into the sorted `sends`: at the end in one step for a packet in order.
+fn insert_sorted(sends: &mut Vec<Nanos>, send: Nanos) {
+    if sends.last().is_none_or(|&last| last <= send) {
+        sends.push(send);
+    } else {
+        let at = sends.partition_point(|&s| s <= send);
+        sends.insert(at, send);
+    }
+}
+
+/// How many of the sorted `sends` are at or after `target`, searched from the end (where a
+/// target usually is) in steps that double, then by bisection.
+fn at_or_after(sends: &[Nanos], target: Nanos) -> usize {
+    let n = sends.len();
+    let mut step = 1;
+    // sends[n - lo..] are all at or after the target.
+    let mut lo = 0;
+    while step <= n && sends[n - step] >= target {
+        lo = step;
+        step *= 2;
+    }
+    let hi = step.min(n);
+    // The answer is in lo..=hi: bisect sends[n - hi..n - lo].
+    lo + sends[n - hi..n - lo]
+        .len()
+        .saturating_sub(sends[n - hi..n - lo].partition_point(|&s| s < target))
+}
+
 impl Engine for ExecEngine {
     fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
         p.repeat.unwrap_or(false)
@@ -426,5 +511,28 @@ impl Engine for ExecEngine {
         self.newest.clear();
         self.next = 0;
         self.run(samples, script)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_depth_search_from_the_end_counts_as_bisection_does() {
+        let mut sends = Vec::new();
+        // A deterministic shuffle of mostly increasing times, with ties.
+        let mut x: i64 = 17;
+        for i in 0..300 {
+            x = (x * 1_103_515_245 + 12_345) % 2_147_483_648;
+            insert_sorted(&mut sends, Nanos(i * 10 - x % 40));
+            assert!(sends.windows(2).all(|w| w[0] <= w[1]));
+            for t in [-100, 0, i * 10 - 35, i * 10 - 5, i * 10, i * 10 + 1, 5_000] {
+                let t = Nanos(t);
+                let naive = sends.iter().filter(|&&s| s >= t).count();
+                assert_eq!(at_or_after(&sends, t), naive, "target {t:?} over {sends:?}");
+            }
+        }
+        assert_eq!(at_or_after(&[], Nanos(0)), 0);
     }
 }

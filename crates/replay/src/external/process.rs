@@ -1,6 +1,6 @@
 //! The child process of an external policy: spawned through the shell, fed by a writer
-//! thread, read line by line by a reader thread, so that the replay's thread only ever waits
-//! with a timeout. Dropping it kills the child's process group (the shell and what it started,
+//! thread, read message by message (lines, or length-prefixed MessagePack) by a reader thread,
+//! so that the replay's thread only ever waits with a timeout. Dropping it kills the child's process group (the shell and what it started,
 //! on Unix) and reaps the child; the threads are never joined (a
 //! grandchild holding the pipes open cannot hang jitterlab).
 
@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The longest reply line read: beyond it, a reply "that never ends" is an error.
+use super::Format;
+use super::msgpack::PREFIX;
+
+/// The longest reply read: beyond it, a reply "that never ends" is an error.
 pub(super) const MAX_LINE: usize = 256 << 20;
 
 /// How much of the child's standard error is kept for error messages.
@@ -19,10 +22,12 @@ const STDERR_TAIL: usize = 2048;
 
 /// What the reader thread saw.
 enum Line {
-    /// A complete line, without its newline.
+    /// A complete message, without its newline or length prefix.
     Text(Vec<u8>),
-    /// A line longer than [`MAX_LINE`].
+    /// A message longer than [`MAX_LINE`].
     TooLong,
+    /// Where a length prefix was due, text: the first bytes.
+    Unframed(Vec<u8>),
     /// The child closed its standard output.
     Eof,
     /// Reading failed.
@@ -35,8 +40,11 @@ pub(super) enum WaitError {
     Timeout,
     /// The child's output ended (it exited or crashed); its exit status when known.
     Ended(Option<ExitStatus>),
-    /// A line beyond [`MAX_LINE`] bytes.
+    /// A message beyond [`MAX_LINE`] bytes.
     TooLong,
+    /// Text where a MessagePack length prefix was due (its first bytes): a child answering
+    /// in JSON Lines, or in no protocol at all.
+    Unframed(Vec<u8>),
     /// Reading the pipe failed.
     Io(io::Error),
 }
@@ -44,7 +52,10 @@ pub(super) enum WaitError {
 /// A running external policy.
 pub(super) struct Process {
     child: Child,
-    to_child: Option<Sender<String>>,
+    to_child: Option<Sender<Vec<u8>>>,
+    /// Buffers the writer is done with, to encode the next batches into (a fresh buffer per
+    /// batch costs a page fault per 4 KiB).
+    written: Option<Receiver<Vec<u8>>>,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<Vec<u8>>>,
     write_error: Arc<Mutex<Option<io::Error>>>,
@@ -83,8 +94,9 @@ fn kill_group(pid: u32) {
 }
 
 impl Process {
-    /// Starts `command` through the shell, its standard input and output piped.
-    pub(super) fn spawn(command: &str) -> io::Result<Self> {
+    /// Starts `command` through the shell, its standard input and output piped, its replies
+    /// read in `format`'s framing.
+    pub(super) fn spawn(command: &str, format: Format) -> io::Result<Self> {
         let mut child = shell(command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -99,16 +111,20 @@ impl Process {
             .take()
             .ok_or_else(|| io::Error::other("no stdout pipe"))?;
         let stderr_pipe = child.stderr.take();
-        let (to_child, batches) = mpsc::channel::<String>();
+        let (to_child, batches) = mpsc::channel::<Vec<u8>>();
+        let (done, written) = mpsc::channel::<Vec<u8>>();
         let write_error = Arc::new(Mutex::new(None));
         let we = Arc::clone(&write_error);
         thread::Builder::new()
             .name("exec-writer".into())
-            .spawn(move || write_all(stdin, &batches, &we))?;
+            .spawn(move || write_all(stdin, &batches, &done, &we))?;
         let (tx, lines) = mpsc::channel();
         thread::Builder::new()
             .name("exec-reader".into())
-            .spawn(move || read_lines(stdout, &tx))?;
+            .spawn(move || match format {
+                Format::Json => read_lines(stdout, &tx),
+                Format::Msgpack => read_frames(stdout, &tx),
+            })?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(pipe) = stderr_pipe {
             let keep = Arc::clone(&stderr);
@@ -119,6 +135,7 @@ impl Process {
         Ok(Self {
             child,
             to_child: Some(to_child),
+            written: Some(written),
             lines,
             stderr,
             write_error,
@@ -126,8 +143,14 @@ impl Process {
         })
     }
 
-    /// Queues one line for the child (never blocks).
-    pub(super) fn send(&self, line: String) {
+    /// The buffers the writer is done with, emptied, to encode the next messages into (once:
+    /// later calls get a channel that stays empty).
+    pub(super) fn recycled(&mut self) -> Receiver<Vec<u8>> {
+        self.written.take().unwrap_or_else(|| mpsc::channel().1)
+    }
+
+    /// Queues one message for the child (never blocks).
+    pub(super) fn send(&self, line: Vec<u8>) {
         if let Some(tx) = &self.to_child {
             // A closed channel means the writer stopped: the error shows when reading.
             let _ = tx.send(line);
@@ -139,11 +162,12 @@ impl Process {
         self.to_child = None;
     }
 
-    /// The next reply line, within `timeout`.
+    /// The next reply message, within `timeout`.
     pub(super) fn recv(&mut self, timeout: Duration) -> Result<Vec<u8>, WaitError> {
         match self.lines.recv_timeout(timeout) {
             Ok(Line::Text(t)) => Ok(t),
             Ok(Line::TooLong) => Err(WaitError::TooLong),
+            Ok(Line::Unframed(head)) => Err(WaitError::Unframed(head)),
             Ok(Line::Failed(e)) => Err(WaitError::Io(e)),
             Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => Err(WaitError::Ended(
                 self.exit_status(Duration::from_millis(500)),
@@ -221,24 +245,34 @@ impl Drop for Process {
     }
 }
 
-fn write_all(stdin: ChildStdin, batches: &Receiver<String>, error: &Mutex<Option<io::Error>>) {
+/// Writes each message as it comes, and hands its buffer back through `done`.
+fn write_all(
+    stdin: ChildStdin,
+    batches: &Receiver<Vec<u8>>,
+    done: &Sender<Vec<u8>>,
+    error: &Mutex<Option<io::Error>>,
+) {
     let mut w = io::BufWriter::with_capacity(1 << 16, stdin);
-    for line in batches {
-        let result = w.write_all(line.as_bytes()).and_then(|()| w.flush());
+    for mut message in batches {
+        let result = w.write_all(&message).and_then(|()| w.flush());
         if let Err(e) = result {
             if let Ok(mut slot) = error.lock() {
                 *slot = Some(e);
             }
             return;
         }
+        message.clear();
+        let _ = done.send(message);
     }
     let _ = w.flush();
 }
 
 fn read_lines(stdout: impl Read, tx: &Sender<Line>) {
     let mut r = BufReader::with_capacity(1 << 16, stdout);
+    // Each line's buffer starts as large as the last line (replies are alike).
+    let mut last = 0;
     loop {
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(last + 1);
         let limit = MAX_LINE as u64 + 1;
         match (&mut r).take(limit).read_until(b'\n', &mut buf) {
             Ok(0) => {
@@ -246,6 +280,7 @@ fn read_lines(stdout: impl Read, tx: &Sender<Line>) {
                 return;
             }
             Ok(_) if buf.last() == Some(&b'\n') => {
+                last = buf.len();
                 buf.pop();
                 if buf.last() == Some(&b'\r') {
                     buf.pop();
@@ -269,6 +304,72 @@ fn read_lines(stdout: impl Read, tx: &Sender<Line>) {
             }
         }
     }
+}
+
+/// Reads length-prefixed messages: 4 bytes of length, big-endian, then the message.
+fn read_frames(stdout: impl Read, tx: &Sender<Line>) {
+    let mut r = BufReader::with_capacity(1 << 16, stdout);
+    loop {
+        let mut head = [0u8; PREFIX];
+        let got = match read_full(&mut r, &mut head) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = tx.send(Line::Failed(e));
+                return;
+            }
+        };
+        if got < PREFIX {
+            // The output ended, before a message or inside its prefix.
+            let _ = tx.send(Line::Eof);
+            return;
+        }
+        let n = u32::from_be_bytes(head) as usize;
+        if n > MAX_LINE {
+            // Text where a length is due (a JSON reply, a greeting): say so, with what came.
+            let line = if head.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+                let mut text = head.to_vec();
+                let mut rest = Vec::new();
+                let _ = (&mut r).take(76).read_until(b'\n', &mut rest);
+                text.extend(rest.iter().take_while(|&&b| b != b'\n' && b != b'\r'));
+                Line::Unframed(text)
+            } else {
+                Line::TooLong
+            };
+            let _ = tx.send(line);
+            return;
+        }
+        let mut buf = vec![0u8; n];
+        match read_full(&mut r, &mut buf) {
+            Ok(got) if got == n => {
+                if tx.send(Line::Text(buf)).is_err() {
+                    return;
+                }
+            }
+            // The output ended inside a message: what came is not a reply.
+            Ok(_) => {
+                let _ = tx.send(Line::Eof);
+                return;
+            }
+            Err(e) => {
+                let _ = tx.send(Line::Failed(e));
+                return;
+            }
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends: how many bytes came.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 fn keep_tail(mut pipe: impl Read, keep: &Mutex<Vec<u8>>) {

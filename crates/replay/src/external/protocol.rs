@@ -1,14 +1,67 @@
-//! The wire format of an external policy: one JSON line per batch of frames from jitterlab,
-//! one JSON line per batch of picks back (`docs/external-policy.md`).
+//! The messages of an external policy, whatever their framing (`docs/external-policy.md`):
+//! the hello, one message per batch of frames from jitterlab, one message per batch of picks
+//! back. The framings are JSON Lines ([`super::json`]) and length-prefixed MessagePack
+//! ([`super::msgpack`], replies read by [`super::msgpack_reply`]); both carry the same
+//! document, key for key.
+
+use std::fmt;
+use std::str::FromStr;
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::decode::{Lifecycle, Sample};
+use jitterlab_capture::decode::Sample;
 use serde::Deserialize;
 
 use super::{Script, ScriptFrame};
 
-/// The protocol version, sent in every batch as `"v"`.
-pub(super) const VERSION: u32 = 1;
+/// The protocol version, sent in the hello and in every batch as `"v"`.
+pub(super) const VERSION: u32 = 2;
+
+/// How the messages of an external policy are framed (`exec(format=…)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// One JSON document per line (the default).
+    #[default]
+    Json,
+    /// MessagePack, each message after its length as 4 bytes, big-endian.
+    Msgpack,
+}
+
+impl Format {
+    /// The name in `exec(format=…)` and in the hello.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Msgpack => "msgpack",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "json" | "jsonl" => Ok(Self::Json),
+            "msgpack" | "messagepack" => Ok(Self::Msgpack),
+            _ => Err(format!("unknown format {s} (allowed: json, msgpack)")),
+        }
+    }
+}
+
+/// The hello, jitterlab's first message in either format: one JSON line, so that a child can
+/// check the framing before it reads a batch.
+pub(super) fn hello(format: Format, values: bool) -> Vec<u8> {
+    format!(
+        "{{\"protocol\":\"jitterlab-exec\",\"v\":{VERSION},\"format\":\"{format}\",\"values\":{values}}}\n"
+    )
+    .into_bytes()
+}
 
 /// Where the protocol's times start: sender-clock times (send, now) count from the first
 /// packet's send time, local times (arrival, at) from its arrival, so that they stay exact in
@@ -35,6 +88,7 @@ impl Origin {
 }
 
 /// What every batch of one replay is encoded from.
+#[derive(Clone, Copy)]
 pub(super) struct Encoder<'a> {
     pub(super) samples: &'a [Sample],
     pub(super) script: &'a Script,
@@ -43,96 +97,37 @@ pub(super) struct Encoder<'a> {
     pub(super) values: bool,
 }
 
-/// Writes batch `batch` (frames `frames` of the script, their packets from `first_packet`) as
-/// one line into `out`.
-pub(super) fn encode_batch(
-    out: &mut String,
-    e: &Encoder<'_>,
-    batch: u64,
-    frames: &[ScriptFrame],
-    mut first_packet: usize,
-) {
-    let Encoder {
-        samples,
-        script,
-        origin,
-        values,
-    } = *e;
-    // itoa and ryu rather than `write!`: the encoder is on the benchmark's critical path
-    // (bench/exec.sh), and `fmt` is several times slower for numbers.
-    let mut int = itoa::Buffer::new();
-    let mut float = ryu::Buffer::new();
-    let mut num = |out: &mut String, n: i64| out.push_str(int.format(n));
-    out.clear();
-    out.push_str("{\"v\":");
-    num(out, i64::from(VERSION));
-    out.push_str(",\"batch\":");
-    num(out, i64::try_from(batch).unwrap_or(i64::MAX));
-    out.push_str(",\"n\":");
-    num(out, frames.len() as i64);
-    out.push_str(",\"frames\":[");
-    for (i, frame) in frames.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+impl Encoder<'_> {
+    /// Writes batch `batch` (frames `frames` of the script, their packets from
+    /// `first_packet`) as one message of `format` into `out` (cleared first); an error when it cannot be framed.
+    pub(super) fn batch(
+        &self,
+        format: Format,
+        out: &mut Vec<u8>,
+        batch: u64,
+        frames: &[ScriptFrame],
+        first_packet: usize,
+    ) -> Result<(), String> {
+        out.clear();
+        match format {
+            Format::Json => {
+                super::json::encode_batch(out, self, batch, frames, first_packet);
+                Ok(())
+            }
+            Format::Msgpack => super::msgpack::encode_batch(out, self, batch, frames, first_packet),
         }
-        out.push_str("{\"at\":");
-        num(out, (frame.at - origin.local).as_nanos());
-        out.push_str(",\"now\":");
-        num(out, (frame.now - origin.send).as_nanos());
-        out.push_str(",\"push\":[");
-        for (j, &(p, arrival)) in script.packets[first_packet..frame.pushed]
-            .iter()
-            .enumerate()
-        {
-            if j > 0 {
-                out.push(',');
-            }
-            let s = &samples[p.idx as usize];
-            out.push_str("{\"id\":");
-            num(out, i64::from(p.idx));
-            out.push_str(",\"seq\":");
-            num(out, p.seq);
-            out.push_str(",\"send\":");
-            num(out, (p.send - origin.send).as_nanos());
-            out.push_str(",\"arrival\":");
-            num(out, (arrival - origin.local).as_nanos());
-            if values {
-                out.push_str(",\"values\":[");
-                for (k, v) in s.values.iter().enumerate() {
-                    if k > 0 {
-                        out.push(',');
-                    }
-                    if v.is_finite() {
-                        out.push_str(float.format_finite(*v));
-                    } else {
-                        out.push_str("null");
-                    }
-                }
-                out.push(']');
-            }
-            if p.repeat == Some(true) {
-                out.push_str(",\"repeat\":true");
-            }
-            if let Some(state) = s.state {
-                out.push_str(",\"state\":");
-                num(out, i64::from(state));
-            }
-            if let Some(event) = s.event {
-                out.push_str(match event {
-                    Lifecycle::Spawn => ",\"event\":\"spawn\"",
-                    Lifecycle::Teleport => ",\"event\":\"teleport\"",
-                    Lifecycle::Despawn => ",\"event\":\"despawn\"",
-                });
-            }
-            out.push('}');
-        }
-        first_packet = frame.pushed;
-        out.push_str("]}");
     }
-    out.push_str("]}\n");
 }
 
-/// One reply line.
+/// Reads one reply message of `format` (its framing removed); the error says why it is not one.
+pub(super) fn decode_reply(format: Format, message: &[u8]) -> Result<Reply, String> {
+    match format {
+        Format::Json => serde_json::from_slice(message).map_err(|e| e.to_string()),
+        Format::Msgpack => super::msgpack_reply::decode(message),
+    }
+}
+
+/// One reply.
 #[derive(Debug, Deserialize)]
 pub(super) struct Reply {
     /// The batch answered.

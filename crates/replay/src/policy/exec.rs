@@ -11,7 +11,7 @@ use jitterlab_capture::Nanos;
 
 use super::keys::{format_auto, key, print, print_duration};
 use super::{Built, DelayModel, Key, Preset, duration_key};
-use crate::external::{ExecEngine, ExecOptions};
+use crate::external::{ExecEngine, ExecOptions, Format};
 
 /// An external policy: the command and how it is driven.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct ExecConfig {
     pub batch: usize,
     /// Whether pushes carry the samples' values.
     pub values: bool,
+    /// How the messages are framed (JSON Lines, the default, or MessagePack).
+    pub format: Format,
 }
 
 impl Default for ExecConfig {
@@ -37,6 +39,7 @@ impl Default for ExecConfig {
             max_delay: Nanos::from_millis(500),
             batch: 1024,
             values: true,
+            format: Format::Json,
         }
     }
 }
@@ -58,6 +61,9 @@ impl ExecConfig {
         }
         if self.values != d.values {
             keys.push(format!("values={}", self.values));
+        }
+        if self.format != d.format {
+            keys.push(format!("format={}", self.format));
         }
         if keys.is_empty() {
             format!("exec:{}", self.command)
@@ -95,6 +101,8 @@ impl Preset for ExecConfig {
                 }),
                 key!(Self, "batch", |c| c.batch, print, batch),
                 key!(Self, "values", |c| c.values, print, super::keys::boolean),
+                key!(Self, "format", |c| c.format, print, |v: &str| v
+                    .parse::<Format>()),
             ]
         })
     }
@@ -126,6 +134,7 @@ impl Preset for ExecConfig {
             batch: self.batch,
             window: 4,
             values: self.values,
+            format: self.format,
             policy: self.spec(),
         })))
     }
@@ -162,7 +171,7 @@ pub(super) fn parse(text: &str) -> Result<super::Policy, crate::Error> {
             return Err(crate::Error::Policy {
                 policy: "exec".into(),
                 key: key.to_owned(),
-                reason: "unknown key (allowed: timeout, max_delay, batch, values)".into(),
+                reason: "unknown key (allowed: timeout, max_delay, batch, values, format)".into(),
             });
         };
         (k.set)(&mut config, value).map_err(|reason| crate::Error::Policy {
