@@ -221,6 +221,11 @@ impl<S: SampleSink> Collector<S> {
         &self.counts
     }
 
+    /// Records pushed so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
 
     /// Adds payload maps found while reading (see [`StreamDecoder::add_rtpmaps`]).
     pub fn add_rtpmaps(&mut self, maps: Vec<RtpMap>) {

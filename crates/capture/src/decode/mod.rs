@@ -28,6 +28,7 @@ pub use sample::{
     StreamInfo,
 };
 pub use stream::StreamDecoder;
+pub(crate) use stream::send_time;
 
 #[cfg(test)]
 mod tests {
