@@ -48,9 +48,10 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> Result<()> {
     if let Some(every) = &args.every {
         let every = jitterlab_capture::time::parse_duration(every)
-            .ok()
-            .filter(|d| d.0 > 0)
-            .ok_or_else(|| anyhow::anyhow!("--every {every}: expected a duration > 0, e.g. 10s"))?;
+            .map_err(|e| anyhow::anyhow!("--every: {e}"))?;
+        if every.0 <= 0 {
+            anyhow::bail!("--every {}: expected a duration > 0, e.g. 10s", args.every.as_deref().unwrap_or(""));
+        }
         return running::run(args, std::time::Duration::from_nanos(every.0 as u64));
     }
     let summary = summarize(&args.trace, &args.decode, args.json)?;

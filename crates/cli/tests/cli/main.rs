@@ -39,6 +39,7 @@ mod pipes;
 #[cfg(feature = "live")]
 mod raknet;
 mod report;
+mod streaming;
 mod sweep;
 mod timeline;
 #[cfg(feature = "live")]
