@@ -21,7 +21,7 @@ mod running;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  jitterlab info call.pcapng\n  jitterlab info call.jtr --stream 0 --json\n  \
-                  jitterlab capture --listen 5004 -o - | jitterlab info - --every 10s\n\n\
+                  tcpdump -i eth0 -U -w - udp port 5004 | jitterlab info - --every 10s\n\n\
                   The trace is read once, in memory that grows with its streams, not its \
                   packets (docs/streaming.md)."
 )]

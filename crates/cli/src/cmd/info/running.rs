@@ -1,6 +1,6 @@
 //! `jitterlab info --every DURATION`: running summaries while a trace is read, for a live
-//! capture on a pipe (`jitterlab capture -o - | jitterlab info - --every 10s`) or a file that
-//! is still being written. The reading runs on a thread of its own, so that a summary is
+//! capture on a pipe (`tcpdump -U -w - | jitterlab info - --every 10s`) or a long file. The
+//! reading runs on a thread of its own, so that a summary is
 //! printed on time even while the input is quiet, and Ctrl-C or SIGTERM prints the last one
 //! before leaving.
 
