@@ -389,7 +389,8 @@ impl StreamAccumulator {
         self.first_arrival = self.first_arrival.min(sample.arrival);
         self.last_arrival = self.last_arrival.max(sample.arrival);
         self.seqs.insert(sample.seq);
-        self.jitter.push(sample.send, sample.arrival, !sample.marker);
+        self.jitter
+            .push(sample.send, sample.arrival, !sample.marker);
     }
 
     /// Packets fed so far.

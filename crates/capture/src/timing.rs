@@ -362,8 +362,7 @@ impl Refinement {
         if let Some(p) = self.prev {
             let v = at.0 - p.0;
             let k = bucket(v);
-            if self.targets.iter().any(|t| t.0 == k) || (self.open.0..=self.open.1).contains(&v)
-            {
+            if self.targets.iter().any(|t| t.0 == k) || (self.open.0..=self.open.1).contains(&v) {
                 *self.values.entry(v).or_default() += 1;
             } else if v > self.open.1 {
                 self.above += 1;
@@ -509,11 +508,18 @@ mod tests {
         let got = acc.finish();
         assert!(got.approximate);
         let (g, w) = (got.timing.intervals.unwrap(), want.intervals.unwrap());
-        for (a, b) in [(g.p50_ms, w.p50_ms), (g.p95_ms, w.p95_ms), (g.p99_ms, w.p99_ms)] {
+        for (a, b) in [
+            (g.p50_ms, w.p50_ms),
+            (g.p95_ms, w.p95_ms),
+            (g.p99_ms, w.p99_ms),
+        ] {
             assert!((a - b).abs() <= b.abs() / 2048.0, "{a} vs {b}");
         }
         assert_eq!((g.mean_ms, g.max_ms), (w.mean_ms, w.max_ms));
-        assert!(got.timing.gaps.abs_diff(want.gaps) * 100 <= want.gaps, "{got:?} {want:?}");
+        assert!(
+            got.timing.gaps.abs_diff(want.gaps) * 100 <= want.gaps,
+            "{got:?} {want:?}"
+        );
         let mut second = acc.refinement().unwrap();
         at.iter().for_each(|&a| second.push(a));
         assert_eq!(second.finish(), want);
@@ -536,7 +542,10 @@ mod tests {
         for &v in &vs {
             let (lo, hi) = bucket_range(bucket(v));
             assert!(lo <= v && v <= hi, "{v}: {lo}..={hi}");
-            assert!((hi - lo) as f64 <= (v.unsigned_abs() as f64 / 2048.0).max(0.0) + 1.0, "{v}");
+            assert!(
+                (hi - lo) as f64 <= (v.unsigned_abs() as f64 / 2048.0).max(0.0) + 1.0,
+                "{v}"
+            );
         }
     }
 

@@ -136,8 +136,7 @@ fn rtp_whose_clock_rate_is_inferred_agrees() {
 #[test]
 fn a_long_stream_needs_the_second_pass_and_agrees() {
     let (header, records) = synth("congested", 1000.0, 70.0, 2);
-    let mut one =
-        Collector::with_sink(&header, None, Accumulator::default()).unwrap();
+    let mut one = Collector::with_sink(&header, None, Accumulator::default()).unwrap();
     records.iter().for_each(|r| one.push(r));
     let (summary, second) = Accumulator::summarize(one.finish_parts(), true);
     assert!(second.is_some_and(|s| s.streams() == 1));
@@ -148,11 +147,18 @@ fn a_long_stream_needs_the_second_pass_and_agrees() {
         summary.streams[0].timing.unwrap().intervals.unwrap(),
         exact.streams[0].timing.unwrap().intervals.unwrap(),
     );
-    assert!((a.p99_ms - b.p99_ms).abs() <= b.p99_ms / 2048.0, "{a:?} {b:?}");
+    assert!(
+        (a.p99_ms - b.p99_ms).abs() <= b.p99_ms / 2048.0,
+        "{a:?} {b:?}"
+    );
     // The text asks for no timing of a probe stream: no second pass.
     let mut text = Collector::with_sink(&header, None, Accumulator::default()).unwrap();
     records.iter().for_each(|r| text.push(r));
-    assert!(Accumulator::summarize(text.finish_parts(), false).1.is_none());
+    assert!(
+        Accumulator::summarize(text.finish_parts(), false)
+            .1
+            .is_none()
+    );
 }
 
 #[test]

@@ -481,10 +481,10 @@ pub(crate) trait Push {
 
 impl<S: SampleSink> Push for Collector<S> {
     fn add_rtpmaps(&mut self, maps: Vec<sdp::RtpMap>) {
-        Collector::add_rtpmaps(self, maps);
+        Self::add_rtpmaps(self, maps);
     }
     fn push(&mut self, rec: &Record) {
-        Collector::push(self, rec);
+        Self::push(self, rec);
     }
 }
 

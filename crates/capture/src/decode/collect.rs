@@ -134,7 +134,11 @@ impl Collector<KeepAll> {
         // Before the renumbering, while stream ids are indices.
         infer_sends(&mut decoded, &unstamped);
         let new_id = tidy_streams(&mut decoded, &counts, judged);
-        if new_id.iter().enumerate().any(|(old, &new)| old as u32 != new) {
+        if new_id
+            .iter()
+            .enumerate()
+            .any(|(old, &new)| old as u32 != new)
+        {
             for list in [&mut decoded.samples, &mut decoded.truth] {
                 list.retain(|s| new_id[s.stream as usize] != u32::MAX);
                 for s in list.iter_mut() {
@@ -225,7 +229,6 @@ impl<S: SampleSink> Collector<S> {
     pub fn records(&self) -> u64 {
         self.records
     }
-
 
     /// Adds payload maps found while reading (see [`StreamDecoder::add_rtpmaps`]).
     pub fn add_rtpmaps(&mut self, maps: Vec<RtpMap>) {
@@ -402,8 +405,9 @@ impl<S: SampleSink> Collector<S> {
         }
     }
 
-    /// Every flow decided and every waiting record decoded: the trace's streams (renumbered
-    /// as [`tidy_streams`] does), flows and counts, and the sink. Send and clock-rate
+    /// Every flow decided and every waiting record decoded: the trace's streams (stray RTP
+    /// SSRCs dropped, plain UDP flows numbered last, as [`Collector::finish`] numbers them),
+    /// flows and counts, and the sink. Send and clock-rate
     /// inference are left to the caller ([`Collector::finish`] does them on the samples it
     /// kept).
     pub fn finish_parts(self) -> Finished<S> {

@@ -171,8 +171,7 @@ impl Post {
             "periodic" => Self::Periodic,
             "udp" => Self::Plain,
             "rtp" | "probe" | "layout" => {
-                if info.ssrc.is_some() && info.clock_rate.is_none() && info.payload_type.is_some()
-                {
+                if info.ssrc.is_some() && info.clock_rate.is_none() && info.payload_type.is_some() {
                     Self::ClockRate
                 } else {
                     Self::None
@@ -354,9 +353,11 @@ impl Accumulator {
             .map(|info| match self.slots.get(info.id as usize) {
                 Some(slot) => StreamSummary {
                     stats: slot.acc.stats(info),
-                    timing: slot.timing.as_ref().filter(|_| wants_timing(info, all_timing)).map(
-                        |t| t.finish().timing,
-                    ),
+                    timing: slot
+                        .timing
+                        .as_ref()
+                        .filter(|_| wants_timing(info, all_timing))
+                        .map(|t| t.finish().timing),
                     timing_approximate: slot
                         .timing
                         .as_ref()
@@ -544,14 +545,21 @@ fn post_pass(slot: &mut Slot, info: &mut StreamInfo, unstamped: bool) -> StreamS
             }
             (Post::Periodic, Settled::Periodic(e)) => {
                 info.send_times = e.is_some();
-                info.send_inferred =
-                    Some(e.clone().map_or(SendInference::NoPeriod, SendInference::Periodic));
+                info.send_inferred = Some(
+                    e.clone()
+                        .map_or(SendInference::NoPeriod, SendInference::Periodic),
+                );
                 return acc.stats(info);
             }
             _ => return slot.acc.stats(info),
         }
     }
-    let samples = || slot.held.iter().map(|p| p.sample(info.id)).collect::<Vec<_>>();
+    let samples = || {
+        slot.held
+            .iter()
+            .map(|p| p.sample(info.id))
+            .collect::<Vec<_>>()
+    };
     match slot.post {
         Post::None | Post::Plain => slot.acc.stats(info),
         Post::Sequence if !unstamped => slot.acc.stats(info),
@@ -575,7 +583,8 @@ fn post_pass(slot: &mut Slot, info: &mut StreamInfo, unstamped: bool) -> StreamS
             let mut samples = samples();
             let estimate = periodic::assign(&mut samples);
             info.send_times = estimate.is_some();
-            info.send_inferred = Some(estimate.map_or(SendInference::NoPeriod, SendInference::Periodic));
+            info.send_inferred =
+                Some(estimate.map_or(SendInference::NoPeriod, SendInference::Periodic));
             stats_for(info, samples.iter())
         }
         Post::ClockRate => {

@@ -50,7 +50,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         let every = jitterlab_capture::time::parse_duration(every)
             .map_err(|e| anyhow::anyhow!("--every: {e}"))?;
         if every.0 <= 0 {
-            anyhow::bail!("--every {}: expected a duration > 0, e.g. 10s", args.every.as_deref().unwrap_or(""));
+            anyhow::bail!(
+                "--every {}: expected a duration > 0, e.g. 10s",
+                args.every.as_deref().unwrap_or("")
+            );
         }
         return running::run(args, std::time::Duration::from_nanos(every.0 as u64));
     }
@@ -63,7 +66,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 /// [`Accumulator::summarize`] takes it.
 pub(crate) fn summarize(path: &Path, decode: &DecodeArgs, all_timing: bool) -> Result<Summary> {
     let read = read_trace(path, decode, true, |header, config| {
-        Ok(Collector::with_sink(header, config, Accumulator::default())?)
+        Ok(Collector::with_sink(
+            header,
+            config,
+            Accumulator::default(),
+        )?)
     })?;
     let records = read.push.records();
     let (mut summary, second) = Accumulator::summarize(read.push.finish_parts(), all_timing);
@@ -140,7 +147,12 @@ fn finish_summary(
     decode.select.apply(&mut summary.decoded, &display)?;
     summary.retain_listed(&before);
     if let Some(kind) = decode.forced_media() {
-        for s in summary.decoded.streams.iter_mut().filter(|s| s.ssrc.is_some()) {
+        for s in summary
+            .decoded
+            .streams
+            .iter_mut()
+            .filter(|s| s.ssrc.is_some())
+        {
             s.media = Some(kind);
         }
     }

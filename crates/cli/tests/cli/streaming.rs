@@ -145,7 +145,9 @@ fn every_on_a_file_prints_the_final_summary_at_its_end() {
         .arg(demo_trace())
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("--every 0s: expected a duration > 0"));
+        .stderr(predicates::str::contains(
+            "--every 0s: expected a duration > 0",
+        ));
 }
 
 /// A pipe that never ends: running summaries (JSON Lines) while it stays open, and the last

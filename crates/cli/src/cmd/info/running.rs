@@ -71,8 +71,7 @@ pub(super) fn run(args: &Args, every: Duration) -> Result<()> {
             let Some(collector) = lock(&shared).take() else {
                 return Ok(());
             };
-            let (mut summary, second) =
-                Accumulator::summarize(collector.finish_parts(), args.json);
+            let (mut summary, second) = Accumulator::summarize(collector.finish_parts(), args.json);
             if let Some(second) = second {
                 summary.notes.push(format!(
                     "the inter-arrival percentiles of {} stream(s) are estimates (within \
@@ -92,7 +91,12 @@ pub(super) fn run(args: &Args, every: Duration) -> Result<()> {
                 let before: Vec<u32> = summary.decoded.streams.iter().map(|s| s.id).collect();
                 let display = crate::input::shown(&args.trace);
                 // A stream selected that has not appeared yet: nothing to show so far.
-                if args.decode.select.apply(&mut summary.decoded, &display).is_ok() {
+                if args
+                    .decode
+                    .select
+                    .apply(&mut summary.decoded, &display)
+                    .is_ok()
+                {
                     summary.retain_listed(&before);
                     print(args, &summary, Some(false))?;
                 }
