@@ -8,7 +8,7 @@
 //! later packet inside the run between the two is then one the window cannot place). A
 //! packet further behind the
 //! highest and above the lowest is one the window can no longer place: it is counted as a
-//! duplicate (and in [`SeqWindow::beyond`]), so that the loss figures already counted stand;
+//! duplicate (and in [`SeqCounts::beyond`]), so that the loss figures already counted stand;
 //! the exact method might have counted it as a late packet filling a hole.
 
 use std::collections::VecDeque;
