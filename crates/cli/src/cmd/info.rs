@@ -167,7 +167,7 @@ fn print(args: &Args, summary: &Summary, running: Option<bool>) -> Result<()> {
     if args.json {
         // Rendered first, so that a closed pipe is the I/O error `main` recognises.
         let text = match running {
-            None => serde_json::to_string_pretty(&info_json(summary))?,
+            None => pretty_json(summary)?,
             Some(last) => {
                 let mut v = info_json(summary);
                 v["final"] = json!(last);
@@ -594,7 +594,57 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, st: &StreamSummary) -> Valu
     })
 }
 
+/// `info_json` pretty-printed as `serde_json::to_string_pretty` prints it, byte for byte,
+/// with each stream's object built and printed in turn: 100,000 streams do not make a tree of
+/// 100,000 objects in memory.
+fn pretty_json(summary: &Summary) -> Result<String> {
+    let indent = |text: String, by: &str| text.replace('\n', &format!("\n{by}"));
+    let mut top = info_json_without_streams(summary);
+    let mut out = String::from("{");
+    let Value::Object(map) = &mut top else {
+        return Ok(serde_json::to_string_pretty(&top)?);
+    };
+    let mut keys: Vec<String> = map.keys().cloned().collect();
+    keys.push("streams".to_owned());
+    keys.sort();
+    for (i, key) in keys.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        out.push_str(&serde_json::to_string(key)?);
+        out.push_str(": ");
+        if key == "streams" {
+            let decoded = &summary.decoded;
+            if decoded.streams.is_empty() {
+                out.push_str("[]");
+                continue;
+            }
+            out.push('[');
+            for (n, (info, st)) in decoded.streams.iter().zip(&summary.streams).enumerate() {
+                out.push_str(if n == 0 { "\n    " } else { ",\n    " });
+                let v = stream_json(decoded, info, st);
+                out.push_str(&indent(serde_json::to_string_pretty(&v)?, "    "));
+            }
+            out.push_str("\n  ]");
+        } else {
+            out.push_str(&indent(serde_json::to_string_pretty(&map[key])?, "  "));
+        }
+    }
+    out.push_str("\n}");
+    Ok(out)
+}
+
 fn info_json(summary: &Summary) -> Value {
+    let mut v = info_json_without_streams(summary);
+    let decoded = &summary.decoded;
+    v["streams"] = decoded
+        .streams
+        .iter()
+        .zip(&summary.streams)
+        .map(|(i, s)| stream_json(decoded, i, s))
+        .collect();
+    v
+}
+
+fn info_json_without_streams(summary: &Summary) -> Value {
     let decoded = &summary.decoded;
     json!({
         "capture": summary.capture.as_ref().map(|c| json!({
@@ -614,7 +664,6 @@ fn info_json(summary: &Summary) -> Value {
             "trailing_bytes": c.trailing_bytes,
             "sdp_rtpmaps": c.rtpmaps.len(),
         })),
-        "streams": decoded.streams.iter().zip(&summary.streams).map(|(i, s)| stream_json(decoded, i, s)).collect::<Vec<_>>(),
         "flows": decoded.flows.iter().map(flow_json).collect::<Vec<_>>(),
         "packets": summary.packets,
         "truth_packets": summary.truth_packets,
