@@ -1,6 +1,17 @@
 //! Per-stream receive statistics: counts, loss, duplicates, reordering and RFC 3550 jitter.
+//!
+//! Two ways to the same figures: [`stats_for`] over a stream's samples in memory, and
+//! [`StreamAccumulator`], fed sample by sample in bounded memory (what `jitterlab info` uses,
+//! through [`Accumulator`], on traces of any length; see [`summary`] for which figure is
+//! computed how).
 
 use std::collections::HashSet;
+
+pub mod summary;
+pub mod window;
+
+pub use summary::{Accumulator, SecondPass, StreamSummary, Summary};
+pub use window::{SeqCounts, SeqWindow};
 
 /// The sequence numbers seen so far: a bitmap over the stream's range (one bit per number, up
 /// to 64 Mi numbers), a hash set for streams whose numbers are spread wider than that.
@@ -340,6 +351,86 @@ impl Jitter {
                 0.0
             },
             max_ms: self.max_ms,
+        }
+    }
+}
+
+/// One stream's [`StreamStats`], fed its samples one by one in arrival order: the same
+/// figures as [`stats_for`] (see [`SeqWindow`] for the one case they may differ), in memory
+/// that does not grow with the stream.
+#[derive(Clone, Debug, Default)]
+pub struct StreamAccumulator {
+    packets: u64,
+    first_arrival: Nanos,
+    last_arrival: Nanos,
+    seqs: SeqWindow,
+    jitter: Jitter,
+    wireshark: WiresharkRtp,
+}
+
+impl StreamAccumulator {
+    /// Feeds one received sample.
+    pub fn push(&mut self, sample: &Sample) {
+        if let Some(pt) = sample.payload_type {
+            self.wireshark.push(
+                sample.arrival,
+                sample.seq,
+                sample.rtp_timestamp,
+                pt,
+                sample.marker,
+                sample.rtp_clock,
+            );
+        }
+        if self.packets == 0 {
+            self.first_arrival = sample.arrival;
+            self.last_arrival = sample.arrival;
+        }
+        self.packets += 1;
+        self.first_arrival = self.first_arrival.min(sample.arrival);
+        self.last_arrival = self.last_arrival.max(sample.arrival);
+        self.seqs.insert(sample.seq);
+        self.jitter
+            .push(sample.send, sample.arrival, !sample.marker);
+    }
+
+    /// Packets fed so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Packets too far behind the highest sequence number to be placed (see [`SeqWindow`]).
+    pub fn beyond_window(&self) -> u64 {
+        self.seqs.counts().beyond
+    }
+
+    /// The figures so far, for the stream `info` describes (as it is known now).
+    pub fn stats(&self, info: &StreamInfo) -> StreamStats {
+        if self.packets == 0 {
+            return StreamStats::default();
+        }
+        let c = self.seqs.counts();
+        let expected = (c.last - c.first) as u64 + 1;
+        StreamStats {
+            packets: self.packets,
+            expected,
+            lost: expected - c.distinct,
+            duplicates: c.duplicates,
+            reordered: c.reordered,
+            loss_bursts: LossBursts {
+                count: c.bursts.count,
+                mean_len: if c.bursts.count > 0 {
+                    c.bursts.total as f64 / c.bursts.count as f64
+                } else {
+                    0.0
+                },
+                max_len: c.bursts.max,
+            },
+            first_seq: c.first,
+            last_seq: c.last,
+            first_arrival: self.first_arrival,
+            last_arrival: self.last_arrival,
+            jitter: info.has_send_times().then(|| self.jitter.stats()),
+            wireshark: info.ssrc.map(|_| self.wireshark.stats()),
         }
     }
 }

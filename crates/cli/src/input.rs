@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
-use jitterlab_capture::decode::{Collector, DecoderConfig, FlowSummary, flow};
+use jitterlab_capture::decode::{Collector, DecoderConfig, FlowSummary, SampleSink, flow};
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
@@ -444,6 +444,71 @@ pub(crate) fn load_with_progress(
     progress: bool,
 ) -> Result<(Decoded, Option<CaptureSummary>)> {
     let display = shown(path);
+    let read = read_trace(path, args, progress, |header, config| {
+        Ok(Collector::new(header, config)?)
+    })?;
+    let mut decoded = read.push.finish();
+    decoded.trailing_bytes = read.trailing_bytes;
+    warn_skipped(&display, &decoded);
+    args.select.apply(&mut decoded, &display)?;
+    if let Some(kind) = args.forced_media() {
+        for s in decoded.streams.iter_mut().filter(|s| s.ssrc.is_some()) {
+            s.media = Some(kind);
+        }
+    }
+    Ok((decoded, read.capture))
+}
+
+impl DecodeArgs {
+    /// The media kind `--video` or `--audio` forces on RTP streams.
+    pub(crate) fn forced_media(&self) -> Option<jitterlab_capture::decode::MediaKind> {
+        match (self.video, self.audio) {
+            (true, _) => Some(jitterlab_capture::decode::MediaKind::Video),
+            (_, true) => Some(jitterlab_capture::decode::MediaKind::Audio),
+            _ => None,
+        }
+    }
+}
+
+/// What takes a trace's records as [`read_trace`] reads them: a [`Collector`], or one shared
+/// with a thread that prints running summaries.
+pub(crate) trait Push {
+    /// Adds payload maps found in SIP signalling.
+    fn add_rtpmaps(&mut self, maps: Vec<sdp::RtpMap>);
+    /// Takes one record.
+    fn push(&mut self, rec: &Record);
+}
+
+impl<S: SampleSink> Push for Collector<S> {
+    fn add_rtpmaps(&mut self, maps: Vec<sdp::RtpMap>) {
+        Self::add_rtpmaps(self, maps);
+    }
+    fn push(&mut self, rec: &Record) {
+        Self::push(self, rec);
+    }
+}
+
+/// A trace read by [`read_trace`].
+pub(crate) struct ReadTrace<P> {
+    /// What took its records.
+    pub(crate) push: P,
+    /// The capture's summary, when the input is a pcap/pcapng capture.
+    pub(crate) capture: Option<CaptureSummary>,
+    /// Bytes at the end of a trace that did not form a whole record (warned about already).
+    pub(crate) trailing_bytes: u64,
+}
+
+/// Reads a trace file, or a pcap/pcapng capture directly, record by record into what `make`
+/// builds from the trace's header and the decoder the arguments name, with `--filter`
+/// applied; warns about what was cut or left out. With `progress`, a bar of the bytes read
+/// on a terminal.
+pub(crate) fn read_trace<P: Push>(
+    path: &Path,
+    args: &DecodeArgs,
+    progress: bool,
+    make: impl FnOnce(&Header, Option<DecoderConfig>) -> Result<P>,
+) -> Result<ReadTrace<P>> {
+    let display = shown(path);
     let filter = args
         .select
         .filter
@@ -451,16 +516,16 @@ pub(crate) fn load_with_progress(
         .map(Filter::parse)
         .transpose()?;
     let mut input = open_input(path, progress)?;
-    let (mut decoded, summary) = if input.source.format().is_some_and(Format::is_capture) {
+    if input.source.format().is_some_and(Format::is_capture) {
         // Decoded as it is read: no copy of the capture is kept. SDP applies to the packets
         // after it, as it does in Wireshark (and in traces imported from the capture).
         let header = pcap::header_for("", &CaptureSummary::default(), "auto");
-        let mut collector = Collector::new(&header, decoder_config(args, &header)?)?;
+        let mut push = make(&header, decoder_config(args, &header)?)?;
         let summary = pcap::read_capture(&mut input.source, filter.as_ref(), |rec| {
             if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
-                collector.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
+                push.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
             }
-            collector.push(&rec);
+            push.push(&rec);
             Ok(())
         })
         .with_context(|| display.clone())?;
@@ -468,62 +533,54 @@ pub(crate) fn load_with_progress(
         for problem in summary.problems() {
             crate::say::note!("note: {display}: {problem}");
         }
-        (collector.finish(), Some(summary))
-    } else {
-        let mut reader = Reader::new(&mut input.source).with_context(|| display.clone())?;
-        let config = decoder_config(args, reader.header())?;
-        let mut collector = Collector::new(reader.header(), config)?;
-        let mut unaddressed = 0u64;
-        while let Some(rec) = reader.read_record().with_context(|| display.clone())? {
-            if let Some(f) = &filter
-                && rec.kind != RecordKind::Stats
-            {
-                match (rec.src, rec.dst) {
-                    (Some(src), Some(dst)) if f.matches(src.0, dst.0) => {}
-                    (Some(_), Some(_)) => continue,
-                    _ => {
-                        unaddressed += 1;
-                        continue;
-                    }
+        return Ok(ReadTrace {
+            push,
+            capture: Some(summary),
+            trailing_bytes: 0,
+        });
+    }
+    let mut reader = Reader::new(&mut input.source).with_context(|| display.clone())?;
+    let config = decoder_config(args, reader.header())?;
+    let mut push = make(reader.header(), config)?;
+    let mut unaddressed = 0u64;
+    while let Some(rec) = reader.read_record().with_context(|| display.clone())? {
+        if let Some(f) = &filter
+            && rec.kind != RecordKind::Stats
+        {
+            match (rec.src, rec.dst) {
+                (Some(src), Some(dst)) if f.matches(src.0, dst.0) => {}
+                (Some(_), Some(_)) => continue,
+                _ => {
+                    unaddressed += 1;
+                    continue;
                 }
             }
-            collector.push(&rec);
         }
-        let mut decoded = collector.finish();
-        decoded.trailing_bytes = reader.trailing_bytes();
-        drop(reader);
-        input.finish();
-        if unaddressed > 0 {
-            crate::say::note!(
-                "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
-                 cannot match them; they were left out"
-            );
-        }
-        if decoded.trailing_bytes > 0 {
-            eprintln!(
-                "warning: {display}: the last {} bytes do not form a whole record (the writer \
-                 stopped mid-record); every complete record was read",
-                decoded.trailing_bytes
-            );
-        }
-        (decoded, None)
-    };
-    warn_skipped(&display, &decoded);
-    args.select.apply(&mut decoded, &display)?;
-    let forced = match (args.video, args.audio) {
-        (true, _) => Some(jitterlab_capture::decode::MediaKind::Video),
-        (_, true) => Some(jitterlab_capture::decode::MediaKind::Audio),
-        _ => None,
-    };
-    if let Some(kind) = forced {
-        for s in decoded.streams.iter_mut().filter(|s| s.ssrc.is_some()) {
-            s.media = Some(kind);
-        }
+        push.push(&rec);
     }
-    Ok((decoded, summary))
+    let trailing_bytes = reader.trailing_bytes();
+    drop(reader);
+    input.finish();
+    if unaddressed > 0 {
+        crate::say::note!(
+            "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
+             cannot match them; they were left out"
+        );
+    }
+    if trailing_bytes > 0 {
+        eprintln!(
+            "warning: {display}: the last {trailing_bytes} bytes do not form a whole record \
+             (the writer stopped mid-record); every complete record was read"
+        );
+    }
+    Ok(ReadTrace {
+        push,
+        capture: None,
+        trailing_bytes,
+    })
 }
 
-fn warn_skipped(display: &str, decoded: &Decoded) {
+pub(crate) fn warn_skipped(display: &str, decoded: &Decoded) {
     if decoded.skipped > 0 {
         eprintln!(
             "warning: {display}: {} packet(s) could not be decoded and were skipped, e.g. {}",

@@ -3,13 +3,22 @@
 //!
 //! Without a decoder named (captures, and live traces recorded without `--decoder`), each flow
 //! is judged by its first packets (see [`super::flow`]); its packets wait, in arrival order,
-//! until it is decided. Samples come out in arrival order whatever the decisions.
+//! until it is decided (at most [`flow::MAX_WAITING`] of them). Samples come out in arrival
+//! order whatever the decisions.
+//!
+//! Each record's samples are handed, as soon as they are decoded, to the collector's
+//! [`SampleSink`]: [`KeepAll`] keeps them all (what [`Collector::finish`] returns as a
+//! [`Decoded`]); a streaming consumer (`jitterlab info`'s [`crate::stats::Accumulator`]) folds
+//! them into per-stream state and lets them go, and takes the trace's bookkeeping from
+//! [`Collector::finish_parts`]. The post-passes that need whole streams (send and clock-rate
+//! inference) are then the consumer's to do on what it kept; the renumbering of streams needs
+//! only the per-stream counts the collector keeps itself ([`Finished::new_id`]).
 
 use std::collections::{HashMap, VecDeque};
 
 use super::flow::{self, Evidence, FlowClass, FlowSummary};
 use super::stream::{Read, StreamDecoder};
-use super::{Decoded, DecoderConfig, DecoderKind, SendInference, clock};
+use super::{Decoded, DecoderConfig, DecoderKind, Sample, SendInference, StreamInfo, clock};
 use crate::Error;
 use crate::sdp::RtpMap;
 use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
@@ -33,9 +42,54 @@ struct Flow {
     pair: u32,
 }
 
-/// Decodes records one by one into a [`Decoded`], as [`decode_trace`] and capture imports do.
+/// Where a [`Collector`] puts the samples it decodes, record by record, in arrival order.
+pub trait SampleSink {
+    /// The samples one record carried (none, one, or several for a transport's datagram), all
+    /// received (`truth` false) or all ground truth; `streams` are the streams known so far,
+    /// indexed by [`Sample::stream`] (the numbers before [`Finished::new_id`] renumbers them).
+    /// The sink takes what it wants out of `samples`; whatever is left is dropped.
+    fn samples(&mut self, samples: &mut Vec<Sample>, truth: bool, streams: &[StreamInfo]);
+}
+
+/// The sink that keeps every sample: what [`Collector::finish`] returns in a [`Decoded`].
+#[derive(Debug, Default)]
+pub struct KeepAll {
+    samples: Vec<Sample>,
+    truth: Vec<Sample>,
+}
+
+impl SampleSink for KeepAll {
+    fn samples(&mut self, samples: &mut Vec<Sample>, truth: bool, _: &[StreamInfo]) {
+        if truth {
+            self.truth.append(samples);
+        } else {
+            self.samples.append(samples);
+        }
+    }
+}
+
+/// What a [`Collector`] knows at the end of a trace, apart from the samples its sink took.
 #[derive(Debug)]
-pub struct Collector {
+pub struct Finished<S> {
+    /// The trace's streams (renumbered: see [`Self::new_id`]), flows and counts; `samples`
+    /// and `truth` are empty (the samples went to the sink).
+    pub decoded: Decoded,
+    /// The sink.
+    pub sink: S,
+    /// Per stream number as the sink saw it, its number in `decoded.streams`, or `u32::MAX`
+    /// for a stream dropped as a stray (a few RTP-looking packets inside another flow).
+    pub new_id: Vec<u32>,
+    /// Per stream number as the sink saw it, whether any of its transport messages came
+    /// without a send time (its send times are then inferred from its sequence numbers).
+    pub unstamped: Vec<bool>,
+    /// Per stream number as the sink saw it, the received samples decoded.
+    pub counts: Vec<u64>,
+}
+
+/// Decodes records one by one into a [`Decoded`], as [`decode_trace`] and capture imports do,
+/// or into any other [`SampleSink`].
+#[derive(Debug)]
+pub struct Collector<S = KeepAll> {
     decoder: StreamDecoder,
     keys: HashMap<FlowKey, usize>,
     /// The previous record's flow: most records belong to the same flow as the one before.
@@ -46,15 +100,68 @@ pub struct Collector {
     waiting: VecDeque<(Record, u64, usize)>,
     out: Decoded,
     records: u64,
+    sink: S,
+    /// One record's samples, on their way to the sink.
+    scratch: Vec<Sample>,
+    /// Per stream, the received samples decoded.
+    counts: Vec<u64>,
 }
 
-impl Collector {
-    /// A collector for a trace with `header`; `config` overrides the decoder it names. A
-    /// header that names none (and no `config`) has every flow judged by its packets.
+impl Collector<KeepAll> {
+    /// A collector for a trace with `header` that keeps every sample; `config` overrides the
+    /// decoder it names. A header that names none (and no `config`) has every flow judged by
+    /// its packets.
     ///
     /// # Errors
     /// The header names an unknown decoder.
     pub fn new(header: &Header, config: Option<DecoderConfig>) -> Result<Self, Error> {
+        Self::with_sink(header, config, KeepAll::default())
+    }
+
+    /// The decoded trace: every flow decided, every waiting record decoded, and clock rates
+    /// inferred for RTP streams that have none.
+    pub fn finish(self) -> Decoded {
+        let (finished, judged) = self.finish_raw();
+        let Finished {
+            mut decoded,
+            sink,
+            unstamped,
+            counts,
+            ..
+        } = finished;
+        decoded.samples = sink.samples;
+        decoded.truth = sink.truth;
+        // Before the renumbering, while stream ids are indices.
+        infer_sends(&mut decoded, &unstamped);
+        let new_id = tidy_streams(&mut decoded, &counts, judged);
+        if new_id
+            .iter()
+            .enumerate()
+            .any(|(old, &new)| old as u32 != new)
+        {
+            for list in [&mut decoded.samples, &mut decoded.truth] {
+                list.retain(|s| new_id[s.stream as usize] != u32::MAX);
+                for s in list.iter_mut() {
+                    s.stream = new_id[s.stream as usize];
+                }
+            }
+        }
+        infer_clock_rates(&mut decoded);
+        decoded
+    }
+}
+
+impl<S: SampleSink> Collector<S> {
+    /// A collector for a trace with `header` that hands each record's samples to `sink`;
+    /// `config` as in [`Collector::new`].
+    ///
+    /// # Errors
+    /// The header names an unknown decoder.
+    pub fn with_sink(
+        header: &Header,
+        config: Option<DecoderConfig>,
+        sink: S,
+    ) -> Result<Self, Error> {
         let config = match config {
             Some(c) => c,
             None if header.decoder.is_none() => {
@@ -87,7 +194,40 @@ impl Collector {
             waiting: VecDeque::new(),
             out: Decoded::default(),
             records: 0,
+            sink,
+            scratch: Vec::new(),
+            counts: Vec::new(),
         })
+    }
+
+    /// The sink.
+    pub fn sink(&self) -> &S {
+        &self.sink
+    }
+
+    /// What is known so far apart from the samples, for a running summary: the streams as
+    /// numbered so far, the flows and counts (no inference, no renumbering; records still
+    /// waiting for their flow to be decided are not counted yet).
+    pub fn peek(&self) -> Decoded {
+        Decoded {
+            streams: self.decoder.streams().to_vec(),
+            flows: self.out.flows.clone(),
+            skipped: self.out.skipped,
+            skip_examples: self.out.skip_examples.clone(),
+            unknown_records: self.out.unknown_records,
+            capture_stats: self.out.capture_stats,
+            ..Decoded::default()
+        }
+    }
+
+    /// Per stream (numbered as the sink sees them), the received samples decoded so far.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Records pushed so far.
+    pub fn records(&self) -> u64 {
+        self.records
     }
 
     /// Adds payload maps found while reading (see [`StreamDecoder::add_rtpmaps`]).
@@ -224,19 +364,10 @@ impl Collector {
             return;
         };
         let summary = self.flows[i].summary;
-        let Decoded {
-            samples,
-            truth,
-            flows,
-            ..
-        } = &mut self.out;
-        // Samples go straight where they belong; a packet that fails leaves none behind.
-        let out = if rec.kind() == RecordKind::Sent {
-            truth
-        } else {
-            samples
-        };
-        let before = out.len();
+        let flows = &mut self.out.flows;
+        // A packet that fails leaves no sample behind.
+        let out = &mut self.scratch;
+        out.clear();
         let pair = self.flows[i].pair;
         let result = self.decoder.decode_all(read, rec, pair, out, |what| {
             if let Some(s) = summary {
@@ -244,7 +375,7 @@ impl Collector {
             }
         });
         if let Err(err) = result {
-            out.truncate(before);
+            out.clear();
             if let Some(s) = summary {
                 let f = &mut self.out.flows[s];
                 f.skipped += 1;
@@ -257,12 +388,37 @@ impl Collector {
                     .skip_examples
                     .push(format!("record {index}: {err}"));
             }
+            return;
+        }
+        let truth = rec.kind() == RecordKind::Sent;
+        if !truth {
+            for s in out.iter() {
+                let id = s.stream as usize;
+                if id >= self.counts.len() {
+                    self.counts.resize(id + 1, 0);
+                }
+                self.counts[id] += 1;
+            }
+        }
+        if !out.is_empty() {
+            self.sink.samples(out, truth, self.decoder.streams());
         }
     }
 
-    /// The decoded trace: every flow decided, every waiting record decoded, and clock rates
-    /// inferred for RTP streams that have none.
-    pub fn finish(mut self) -> Decoded {
+    /// Every flow decided and every waiting record decoded: the trace's streams (stray RTP
+    /// SSRCs dropped, plain UDP flows numbered last, as [`Collector::finish`] numbers them),
+    /// flows and counts, and the sink. Send and clock-rate
+    /// inference are left to the caller ([`Collector::finish`] does them on the samples it
+    /// kept).
+    pub fn finish_parts(self) -> Finished<S> {
+        let (mut finished, judged) = self.finish_raw();
+        finished.new_id = tidy_streams(&mut finished.decoded, &finished.counts, judged);
+        finished
+    }
+
+    /// As [`Self::finish_parts`] before the renumbering (`new_id` empty), and whether flows
+    /// were judged by their packets.
+    fn finish_raw(mut self) -> (Finished<S>, bool) {
         for i in 0..self.flows.len() {
             self.decide(i);
         }
@@ -270,10 +426,16 @@ impl Collector {
         let judged = matches!(self.decoder.config().kind, DecoderKind::Auto);
         let (streams, unstamped) = self.decoder.into_parts();
         self.out.streams = streams;
-        infer_sends(&mut self.out, &unstamped);
-        tidy_streams(&mut self.out, judged);
-        infer_clock_rates(&mut self.out);
-        self.out
+        let mut counts = self.counts;
+        counts.resize(self.out.streams.len(), 0);
+        let finished = Finished {
+            decoded: self.out,
+            sink: self.sink,
+            new_id: Vec::new(),
+            unstamped,
+            counts,
+        };
+        (finished, judged)
     }
 }
 
@@ -292,7 +454,7 @@ fn infer_sends(out: &mut Decoded, unstamped: &[bool]) {
             .filter(|&i| out.samples[i].stream as usize == id)
             .collect();
         let inferred = if periodic {
-            let mut mine: Vec<super::Sample> = at.iter().map(|&i| out.samples[i].clone()).collect();
+            let mut mine: Vec<Sample> = at.iter().map(|&i| out.samples[i].clone()).collect();
             let estimate = super::periodic::assign(&mut mine);
             for (&i, s) in at.iter().zip(mine) {
                 out.samples[i] = s;
@@ -328,16 +490,16 @@ fn infer_sends(out: &mut Decoded, unstamped: &[bool]) {
 /// packets (RTP, probe, layout, transports) before the plain UDP flows, each group in order of
 /// first appearance: a capture's media keep the numbers they had when nothing but media made
 /// a stream, and signalling flows (SIP, DNS) come last.
-fn tidy_streams(out: &mut Decoded, judged: bool) {
-    let mut counts = vec![0usize; out.streams.len()];
-    for s in &out.samples {
-        counts[s.stream as usize] += 1;
-    }
-    let stray = |info: &super::StreamInfo| {
-        judged && info.protocol == "rtp" && counts[info.id as usize] < flow::MIN_RTP_PACKETS
+///
+/// Needs only each stream's count of received samples (`counts`, by stream number); returns,
+/// per old number, the new one (`u32::MAX` for a dropped stray). The samples are the caller's
+/// to renumber.
+fn tidy_streams(out: &mut Decoded, counts: &[u64], judged: bool) -> Vec<u32> {
+    let stray = |info: &StreamInfo| {
+        judged && info.protocol == "rtp" && counts[info.id as usize] < flow::MIN_RTP_PACKETS as u64
     };
     for info in out.streams.iter().filter(|i| stray(i)) {
-        let n = counts[info.id as usize] as u64;
+        let n = counts[info.id as usize];
         let why = format!(
             "{}: {n} packet(s) of stray SSRC {:#010X}, too few for a stream (not RTP)",
             info.flow(),
@@ -356,19 +518,19 @@ fn tidy_streams(out: &mut Decoded, judged: bool) {
             out.skip_examples.push(why);
         }
     }
-    let plain = |s: &super::StreamInfo| s.protocol == "udp";
+    let plain = |s: &StreamInfo| s.protocol == "udp";
     let mut order: Vec<usize> = (0..out.streams.len())
         .filter(|&i| !stray(&out.streams[i]))
         .collect();
     order.sort_by_key(|&i| plain(&out.streams[i]));
     if order.iter().enumerate().all(|(new, &old)| new == old) && order.len() == out.streams.len() {
-        return;
+        return (0..out.streams.len() as u32).collect();
     }
     let mut new_id = vec![u32::MAX; out.streams.len()];
     for (new, &old) in order.iter().enumerate() {
         new_id[old] = new as u32;
     }
-    let mut streams: Vec<Option<super::StreamInfo>> = std::mem::take(&mut out.streams)
+    let mut streams: Vec<Option<StreamInfo>> = std::mem::take(&mut out.streams)
         .into_iter()
         .map(Some)
         .collect();
@@ -381,12 +543,7 @@ fn tidy_streams(out: &mut Decoded, judged: bool) {
             Some(info)
         })
         .collect();
-    for list in [&mut out.samples, &mut out.truth] {
-        list.retain(|s| new_id[s.stream as usize] != u32::MAX);
-        for s in list.iter_mut() {
-            s.stream = new_id[s.stream as usize];
-        }
-    }
+    new_id
 }
 
 /// For each RTP stream whose clock rate is unknown (a dynamic payload type with no

@@ -18,7 +18,7 @@ mod sample;
 mod stream;
 pub mod transport;
 
-pub use collect::{Collector, decode_trace};
+pub use collect::{Collector, Finished, KeepAll, SampleSink, decode_trace};
 pub use config::{DECODER_NAMES, DecoderConfig, DecoderKind};
 pub use decoded::Decoded;
 pub use flow::FlowSummary;
@@ -28,6 +28,7 @@ pub use sample::{
     StreamInfo,
 };
 pub use stream::StreamDecoder;
+pub(crate) use stream::send_time;
 
 #[cfg(test)]
 mod tests {

@@ -463,7 +463,7 @@ impl StreamDecoder {
 }
 
 /// An extended RTP timestamp at `hz` as a send time.
-pub(super) fn send_time(ts: i64, hz: u32) -> Nanos {
+pub(crate) fn send_time(ts: i64, hz: u32) -> Nanos {
     Nanos(match ts.checked_mul(1_000_000_000) {
         Some(ns) => ns / i64::from(hz),
         None => (i128::from(ts) * 1_000_000_000 / i128::from(hz)) as i64,

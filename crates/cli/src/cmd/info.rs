@@ -1,23 +1,29 @@
 //! `jitterlab info`: what each stream's receiver saw.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use jitterlab_capture::decode::periodic::{self, Estimate};
-use jitterlab_capture::decode::{FlowSummary, SendInference};
+use jitterlab_capture::decode::periodic::Estimate;
+use jitterlab_capture::decode::{Collector, FlowSummary, SendInference};
 use jitterlab_capture::pcap::CaptureSummary;
-use jitterlab_capture::stats::{StreamStats, stream_stats};
-use jitterlab_capture::timing::{Timing, timing};
+use jitterlab_capture::stats::summary::is_plain;
+use jitterlab_capture::stats::{Accumulator, SecondPass, StreamSummary, Summary};
+use jitterlab_capture::timing::Timing;
 use jitterlab_capture::{Decoded, StreamInfo};
 use serde_json::{Value, json};
 
-use crate::input::{DecodeArgs, load_with_progress, shown};
+use crate::input::{DecodeArgs, Push, read_trace, shown, warn_skipped};
+
+mod running;
 
 /// Arguments of `jitterlab info`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  jitterlab info call.pcapng\n  jitterlab info call.jtr --stream 0 --json"
+    after_help = "Examples:\n  jitterlab info call.pcapng\n  jitterlab info call.jtr --stream 0 --json\n  \
+                  tcpdump -i eth0 -U -w - udp port 5004 | jitterlab info - --every 10s\n\n\
+                  The trace is read once, in memory that grows with its streams, not its \
+                  packets (docs/streaming.md)."
 )]
 pub(crate) struct Args {
     /// The trace, or a pcap/pcapng capture, to describe (- reads standard input; .gz and
@@ -26,33 +32,184 @@ pub(crate) struct Args {
     /// Print JSON (the shape scripts rely on) instead of a table.
     #[arg(long, help_heading = "Output")]
     json: bool,
+    /// Also print a running summary every DURATION while reading (e.g. 10s): a block of text
+    /// each time, or one JSON object a line with --json; the last one at the end of the
+    /// input or on Ctrl-C/SIGTERM.
+    #[arg(long, value_name = "DURATION", help_heading = "Output")]
+    every: Option<String>,
+    /// The most streams and flows the text lists (the rest are counted; --json lists every
+    /// one; 0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 100, help_heading = "Output")]
+    max_streams: usize,
     #[command(flatten)]
     decode: DecodeArgs,
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let (decoded, capture) = load_with_progress(&args.trace, &args.decode, true)?;
-    let stats = stream_stats(&decoded);
+    if let Some(every) = &args.every {
+        let every = jitterlab_capture::time::parse_duration(every)
+            .map_err(|e| anyhow::anyhow!("--every: {e}"))?;
+        if every.0 <= 0 {
+            anyhow::bail!(
+                "--every {}: expected a duration > 0, e.g. 10s",
+                args.every.as_deref().unwrap_or("")
+            );
+        }
+        return running::run(args, std::time::Duration::from_nanos(every.0 as u64));
+    }
+    let summary = summarize(&args.trace, &args.decode, args.json)?;
+    print(args, &summary, None)
+}
+
+/// Reads `path` once (twice for the few streams whose exact percentiles need it, when it is
+/// a file) and summarizes it, narrowed to the streams `decode` selects; `all_timing` as
+/// [`Accumulator::summarize`] takes it.
+pub(crate) fn summarize(path: &Path, decode: &DecodeArgs, all_timing: bool) -> Result<Summary> {
+    let read = read_trace(path, decode, true, |header, config| {
+        Ok(Collector::with_sink(
+            header,
+            config,
+            Accumulator::default(),
+        )?)
+    })?;
+    let records = read.push.records();
+    let (mut summary, second) = Accumulator::summarize(read.push.finish_parts(), all_timing);
+    summary.decoded.trailing_bytes = read.trailing_bytes;
+    if let Some(second) = second {
+        refine(path, decode, records, second, &mut summary)?;
+    }
+    finish_summary(path, decode, read.capture, summary)
+}
+
+/// The second pass: the same records again, for exact percentiles (a file only).
+fn refine(
+    path: &Path,
+    decode: &DecodeArgs,
+    records: u64,
+    second: SecondPass,
+    summary: &mut Summary,
+) -> Result<()> {
+    let again = !jitterlab_capture::source::is_stdio(path)
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !again {
+        summary.notes.push(format!(
+            "the inter-arrival percentiles of {} stream(s) are estimates (within 1/2048): \
+             standard input cannot be read twice (give a file for exact ones)",
+            second.streams()
+        ));
+        return Ok(());
+    }
+    let read = read_trace(path, decode, false, |header, config| {
+        Ok(Limited {
+            collector: Collector::with_sink(header, config, second)?,
+            left: records,
+        })
+    })?;
+    read.push.collector.finish_parts().sink.apply(summary);
+    Ok(())
+}
+
+/// A collector that takes only the first `left` records (a file that grew since the first
+/// pass is read as it was).
+struct Limited<S> {
+    collector: Collector<S>,
+    left: u64,
+}
+
+impl<S: jitterlab_capture::decode::SampleSink> Push for Limited<S> {
+    fn add_rtpmaps(&mut self, maps: Vec<jitterlab_capture::sdp::RtpMap>) {
+        if self.left > 0 {
+            self.collector.add_rtpmaps(maps);
+        }
+    }
+    fn push(&mut self, rec: &jitterlab_capture::Record) {
+        if self.left > 0 {
+            self.left -= 1;
+            self.collector.push(rec);
+        }
+    }
+}
+
+/// The warnings, the selection and `--video`/`--audio`, as [`crate::input::load`] applies
+/// them.
+fn finish_summary(
+    path: &Path,
+    decode: &DecodeArgs,
+    capture: Option<CaptureSummary>,
+    mut summary: Summary,
+) -> Result<Summary> {
+    let display = shown(path);
+    warn_skipped(&display, &summary.decoded);
+    for note in &summary.notes {
+        crate::say::note!("note: {display}: {note}");
+    }
+    let before: Vec<u32> = summary.decoded.streams.iter().map(|s| s.id).collect();
+    decode.select.apply(&mut summary.decoded, &display)?;
+    summary.retain_listed(&before);
+    if let Some(kind) = decode.forced_media() {
+        for s in summary
+            .decoded
+            .streams
+            .iter_mut()
+            .filter(|s| s.ssrc.is_some())
+        {
+            s.media = Some(kind);
+        }
+    }
+    summary.capture = capture;
+    Ok(summary)
+}
+
+/// Prints a summary: pretty JSON, or one line of JSON for a running summary (`running`:
+/// whether it is the last), or the text.
+fn print(args: &Args, summary: &Summary, running: Option<bool>) -> Result<()> {
     let mut out = crate::say::stdout();
     if args.json {
         // Rendered first, so that a closed pipe is the I/O error `main` recognises.
-        out.write_all(
-            serde_json::to_string_pretty(&info_json(&decoded, &stats, capture.as_ref()))?
-                .as_bytes(),
-        )?;
+        let text = match running {
+            None => pretty_json(summary)?,
+            Some(last) => {
+                let mut v = info_json(summary);
+                v["final"] = json!(last);
+                serde_json::to_string(&v)?
+            }
+        };
+        out.write_all(text.as_bytes())?;
         writeln!(out)?;
+        out.flush()?;
         return Ok(());
     }
+    if let Some(last) = running {
+        writeln!(
+            out,
+            "{}",
+            if last {
+                "== final summary =="
+            } else {
+                "== running summary =="
+            }
+        )?;
+    }
+    write_text(&mut out, args, summary)?;
+    if running.is_some() {
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn write_text(out: &mut impl Write, args: &Args, summary: &Summary) -> Result<()> {
+    let decoded = &summary.decoded;
     writeln!(
         out,
         "{}: {} stream(s), {} packets received{}",
         shown(&args.trace),
         decoded.streams.len(),
-        decoded.samples.len(),
-        if decoded.truth.is_empty() {
+        summary.packets,
+        if summary.truth_packets == 0 {
             String::new()
         } else {
-            format!(", ground truth for {} packets", decoded.truth.len())
+            format!(", ground truth for {} packets", summary.truth_packets)
         }
     )?;
     if let Some(c) = decoded.capture_stats {
@@ -71,17 +228,37 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             }
         )?;
     }
-    write_flows(&mut out, &decoded.flows)?;
-    for (info, s) in decoded.streams.iter().zip(&stats) {
+    let limit = if args.max_streams == 0 {
+        usize::MAX
+    } else {
+        args.max_streams
+    };
+    write_flows(out, &decoded.flows, limit)?;
+    for (n, (info, st)) in decoded.streams.iter().zip(&summary.streams).enumerate() {
+        if n == limit {
+            writeln!(
+                out,
+                "\n... and {} more stream(s) ({} packets): --json lists every one, --stream N \
+                 shows one, --max-streams 0 lists them all",
+                decoded.streams.len() - n,
+                summary.streams[n..]
+                    .iter()
+                    .map(|s| s.stats.packets)
+                    .sum::<u64>()
+            )?;
+            break;
+        }
+        let s = &st.stats;
         writeln!(out, "\nstream {} ({})", info.id, info.label())?;
         if is_plain(info) {
             write_timing(
-                &mut out,
-                &stream_timing(&decoded, info),
-                flow_of(&decoded, info),
+                out,
+                &st.timing.unwrap_or_default(),
+                st.timing_approximate,
+                flow_of(decoded, info),
             )?;
-            match plain_period(&decoded, info) {
-                Some(e) => writeln!(out, "  send period (inferred): {}", describe_period(&e))?,
+            match &st.period {
+                Some(e) => writeln!(out, "  send period (inferred): {}", describe_period(e))?,
                 None => writeln!(
                     out,
                     "  send period: none found (not a periodic sender, or too few packets)"
@@ -178,12 +355,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 }
 
 /// The flows of the capture, one line each, with what was counted apart.
-fn write_flows(out: &mut impl Write, flows: &[FlowSummary]) -> io::Result<()> {
+fn write_flows(out: &mut impl Write, flows: &[FlowSummary], limit: usize) -> io::Result<()> {
     if flows.is_empty() || (flows.len() == 1 && flows[0].src.is_none()) {
         return Ok(());
     }
     writeln!(out, "\n{} flow(s):", flows.len())?;
-    for f in flows {
+    for (n, f) in flows.iter().enumerate() {
+        if n == limit {
+            writeln!(
+                out,
+                "  ... and {} more flow(s) ({} packets)",
+                flows.len() - n,
+                flows[n..].iter().map(|f| f.packets).sum::<u64>()
+            )?;
+            break;
+        }
         let rate = if f.duration().0 > 0 {
             f.packets as f64 / f.duration().as_secs_f64()
         } else {
@@ -211,12 +397,6 @@ fn write_flows(out: &mut impl Write, flows: &[FlowSummary]) -> io::Result<()> {
     Ok(())
 }
 
-/// A stream with arrivals only: a plain UDP flow, or one `--decoder periodic` found no
-/// period in.
-fn is_plain(info: &StreamInfo) -> bool {
-    info.ssrc.is_none() && !info.has_send_times() && matches!(info.protocol, "udp" | "periodic")
-}
-
 /// The flow a stream belongs to.
 fn flow_of<'a>(decoded: &'a Decoded, info: &StreamInfo) -> Option<&'a FlowSummary> {
     decoded
@@ -225,12 +405,13 @@ fn flow_of<'a>(decoded: &'a Decoded, info: &StreamInfo) -> Option<&'a FlowSummar
         .find(|f| f.src == info.src && f.dst == info.dst)
 }
 
-fn stream_timing(decoded: &Decoded, info: &StreamInfo) -> Timing {
-    timing(decoded.stream_samples(info.id).map(|s| s.arrival))
-}
-
 /// A plain flow's statistics: no sequence numbers or send times, only arrivals.
-fn write_timing(out: &mut impl Write, t: &Timing, flow: Option<&FlowSummary>) -> io::Result<()> {
+fn write_timing(
+    out: &mut impl Write,
+    t: &Timing,
+    approximate: bool,
+    flow: Option<&FlowSummary>,
+) -> io::Result<()> {
     writeln!(
         out,
         "  packets {:>8}   bytes {:>10}   duration {:>9.3} s   rate {:>8.2} pkt/s",
@@ -242,8 +423,16 @@ fn write_timing(out: &mut impl Write, t: &Timing, flow: Option<&FlowSummary>) ->
     if let Some(iv) = t.intervals {
         writeln!(
             out,
-            "  inter-arrival p50 {:.3} ms   p95 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
-            iv.p50_ms, iv.p95_ms, iv.p99_ms, iv.max_ms
+            "  inter-arrival p50 {:.3} ms   p95 {:.3} ms   p99 {:.3} ms   max {:.3} ms{}",
+            iv.p50_ms,
+            iv.p95_ms,
+            iv.p99_ms,
+            iv.max_ms,
+            if approximate {
+                "   (percentiles estimated)"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             out,
@@ -252,12 +441,6 @@ fn write_timing(out: &mut impl Write, t: &Timing, flow: Option<&FlowSummary>) ->
         )?;
     }
     Ok(())
-}
-
-/// A plain flow's send period, inferred from its arrivals (marked as inferred wherever shown).
-fn plain_period(decoded: &Decoded, info: &StreamInfo) -> Option<Estimate> {
-    let arrivals: Vec<_> = decoded.stream_samples(info.id).map(|s| s.arrival).collect();
-    periodic::estimate(&arrivals)
 }
 
 fn describe_period(e: &Estimate) -> String {
@@ -317,8 +500,8 @@ fn send_inferred_json(s: &SendInference) -> Value {
     }
 }
 
-fn timing_json(t: &Timing) -> Value {
-    json!({
+fn timing_json(t: &Timing, approximate: bool) -> Value {
+    let mut v = json!({
         "packets": t.packets,
         "duration_s": t.duration_s,
         "rate_pps": t.rate_pps,
@@ -326,7 +509,11 @@ fn timing_json(t: &Timing) -> Value {
             "mean": iv.mean_ms, "p50": iv.p50_ms, "p95": iv.p95_ms, "p99": iv.p99_ms, "max": iv.max_ms,
         })),
         "gaps": {"count": t.gaps, "longest_ms": t.longest_gap_ms},
-    })
+    });
+    if approximate {
+        v["approximate"] = json!(true);
+    }
+    v
 }
 
 fn flow_json(f: &FlowSummary) -> Value {
@@ -344,8 +531,9 @@ fn flow_json(f: &FlowSummary) -> Value {
     })
 }
 
-fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
+fn stream_json(decoded: &Decoded, info: &StreamInfo, st: &StreamSummary) -> Value {
     let flow = flow_of(decoded, info);
+    let s = &st.stats;
     json!({
         "stream": info.id,
         "protocol": info.protocol,
@@ -358,11 +546,8 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
         "bytes": flow.map(|f| f.bytes),
         // RTP streams have their deltas in `wireshark`; their intervals would cost a pass and
         // a copy of every arrival (a million-packet call's worth) for figures already there.
-        "timing": info.ssrc.is_none().then(|| timing_json(&stream_timing(decoded, info))),
-        "period": is_plain(info)
-            .then(|| plain_period(decoded, info))
-            .flatten()
-            .map(|e| period_json(&e)),
+        "timing": st.timing.as_ref().map(|t| timing_json(t, st.timing_approximate)),
+        "period": st.period.as_ref().map(period_json),
         "send_inferred": info.send_inferred.as_ref().map(send_inferred_json),
         "clock_inferred": info.clock_inferred.map(|c| json!({
             "hz": c.hz,
@@ -409,9 +594,60 @@ fn stream_json(decoded: &Decoded, info: &StreamInfo, s: &StreamStats) -> Value {
     })
 }
 
-fn info_json(decoded: &Decoded, stats: &[StreamStats], capture: Option<&CaptureSummary>) -> Value {
+/// `info_json` pretty-printed as `serde_json::to_string_pretty` prints it, byte for byte,
+/// with each stream's object built and printed in turn: 100,000 streams do not make a tree of
+/// 100,000 objects in memory.
+fn pretty_json(summary: &Summary) -> Result<String> {
+    let indent = |text: String, by: &str| text.replace('\n', &format!("\n{by}"));
+    let mut top = info_json_without_streams(summary);
+    let mut out = String::from("{");
+    let Value::Object(map) = &mut top else {
+        return Ok(serde_json::to_string_pretty(&top)?);
+    };
+    let mut keys: Vec<String> = map.keys().cloned().collect();
+    keys.push("streams".to_owned());
+    keys.sort();
+    for (i, key) in keys.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        out.push_str(&serde_json::to_string(key)?);
+        out.push_str(": ");
+        if key == "streams" {
+            let decoded = &summary.decoded;
+            if decoded.streams.is_empty() {
+                out.push_str("[]");
+                continue;
+            }
+            out.push('[');
+            for (n, (info, st)) in decoded.streams.iter().zip(&summary.streams).enumerate() {
+                out.push_str(if n == 0 { "\n    " } else { ",\n    " });
+                let v = stream_json(decoded, info, st);
+                out.push_str(&indent(serde_json::to_string_pretty(&v)?, "    "));
+            }
+            out.push_str("\n  ]");
+        } else {
+            out.push_str(&indent(serde_json::to_string_pretty(&map[key])?, "  "));
+        }
+    }
+    out.push_str("\n}");
+    Ok(out)
+}
+
+fn info_json(summary: &Summary) -> Value {
+    let mut v = info_json_without_streams(summary);
+    let decoded = &summary.decoded;
+    v["streams"] = decoded
+        .streams
+        .iter()
+        .zip(&summary.streams)
+        .map(|(i, s)| stream_json(decoded, i, s))
+        .collect();
+    v
+}
+
+fn info_json_without_streams(summary: &Summary) -> Value {
+    let decoded = &summary.decoded;
     json!({
-        "capture": capture.map(|c| json!({
+        "capture": summary.capture.as_ref().map(|c| json!({
             "format": c.format,
             "link_types": c.link_types,
             "nanosecond": c.nanosecond,
@@ -428,10 +664,9 @@ fn info_json(decoded: &Decoded, stats: &[StreamStats], capture: Option<&CaptureS
             "trailing_bytes": c.trailing_bytes,
             "sdp_rtpmaps": c.rtpmaps.len(),
         })),
-        "streams": decoded.streams.iter().zip(stats).map(|(i, s)| stream_json(decoded, i, s)).collect::<Vec<_>>(),
         "flows": decoded.flows.iter().map(flow_json).collect::<Vec<_>>(),
-        "packets": decoded.samples.len(),
-        "truth_packets": decoded.truth.len(),
+        "packets": summary.packets,
+        "truth_packets": summary.truth_packets,
         "skipped": decoded.skipped,
         "trailing_bytes": decoded.trailing_bytes,
         "capture_stats": decoded.capture_stats.map(|c| json!({

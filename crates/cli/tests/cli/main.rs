@@ -42,6 +42,7 @@ mod pipes;
 #[cfg(feature = "live")]
 mod raknet;
 mod report;
+mod streaming;
 mod sweep;
 mod timeline;
 #[cfg(feature = "live")]

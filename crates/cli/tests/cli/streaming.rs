@@ -1,0 +1,218 @@
+//! `info` in one streaming pass: a trace of 100,000 tiny streams (listed in part in the
+//! text, in full in JSON), a trace cut mid-record, and running summaries (`--every`) of a
+//! pipe that never ends, the last one on SIGTERM.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::Duration;
+
+use jitterlab_capture::decode::probe::Probe;
+use jitterlab_capture::{Nanos, Reader, Record, Writer};
+use serde_json::Value;
+
+use crate::util::{fixtures, jitterlab};
+
+fn demo_trace() -> PathBuf {
+    fixtures().join("traces/demo-wifi-20hz.jtr")
+}
+
+/// The demo trace's header and records.
+fn demo_records() -> (jitterlab_capture::Header, Vec<Record>) {
+    let bytes = std::fs::read(demo_trace()).unwrap();
+    let mut reader = Reader::new(&bytes[..]).unwrap();
+    let header = reader.header().clone();
+    let mut records = Vec::new();
+    while let Some(r) = reader.read_record().unwrap() {
+        records.push(r);
+    }
+    (header, records)
+}
+
+/// A probe trace of `streams` streams of `each` packets, interleaved.
+fn tiny_streams(path: &Path, streams: u32, each: u64) {
+    let (header, _) = demo_records();
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = Writer::new(file, &header).unwrap();
+    for tick in 0..each {
+        for stream in 0..streams {
+            let send = Nanos::from_millis(tick as i64 * 50);
+            let probe = Probe {
+                stream,
+                tick,
+                send,
+                state: 0,
+                event: None,
+                values: vec![1.0],
+            };
+            let at = send + Nanos::from_micros(i64::from(stream % 1000) + 3_000);
+            w.write(&Record::received(at, probe.emit())).unwrap();
+        }
+    }
+    w.flush().unwrap();
+}
+
+#[test]
+fn a_hundred_thousand_tiny_streams_are_summarized_in_part_and_listed_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.jtr");
+    tiny_streams(&path, 100_000, 2);
+    let out = jitterlab().arg("info").arg(&path).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.starts_with(&format!(
+            "{}: 100000 stream(s), 200000 packets received",
+            path.display()
+        )),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    assert_eq!(text.matches("\nstream ").count(), 100, "the first 100 only");
+    assert!(
+        text.contains(
+            "... and 99900 more stream(s) (199800 packets): --json lists every one, --stream N \
+             shows one, --max-streams 0 lists them all"
+        ),
+        "{}",
+        &text[text.len().saturating_sub(400)..]
+    );
+    let out = jitterlab()
+        .args(["info", "--json"])
+        .arg(&path)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let streams = v["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 100_000);
+    assert!(
+        streams
+            .iter()
+            .all(|s| s["packets"] == 2 && s["lost"] == 0 && s["expected"] == 2)
+    );
+    assert_eq!(streams[99_999]["probe_stream"], 99_999);
+}
+
+#[test]
+fn a_trace_cut_mid_record_is_summarized_up_to_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(demo_trace()).unwrap();
+    let cut = dir.path().join("cut.jtr");
+    std::fs::write(&cut, &bytes[..bytes.len() - 9]).unwrap();
+    let whole = jitterlab()
+        .args(["info", "--json"])
+        .arg(demo_trace())
+        .assert()
+        .success();
+    let whole: Value = serde_json::from_slice(&whole.get_output().stdout).unwrap();
+    let out = jitterlab()
+        .args(["info", "--json"])
+        .arg(&cut)
+        .assert()
+        .success();
+    let got: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        stderr.contains("bytes do not form a whole record"),
+        "{stderr}"
+    );
+    assert!(got["trailing_bytes"].as_u64().unwrap() > 0);
+    let total = |v: &Value| v["packets"].as_u64().unwrap() + v["truth_packets"].as_u64().unwrap();
+    assert_eq!(total(&got) + 1, total(&whole), "all but the last record");
+}
+
+/// `--every` on a file: one final summary at its end, the same as without `--every`.
+#[test]
+fn every_on_a_file_prints_the_final_summary_at_its_end() {
+    let plain = jitterlab()
+        .args(["info", "--json"])
+        .arg(demo_trace())
+        .assert()
+        .success();
+    let mut want: Value = serde_json::from_slice(&plain.get_output().stdout).unwrap();
+    let out = jitterlab()
+        .args(["info", "--json", "--every", "60m"])
+        .arg(demo_trace())
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let got: Value = serde_json::from_str(lines[0]).unwrap();
+    want["final"] = Value::Bool(true);
+    assert_eq!(got, want);
+    jitterlab()
+        .args(["info", "--every", "0s"])
+        .arg(demo_trace())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--every 0s: expected a duration > 0",
+        ));
+}
+
+/// A pipe that never ends: running summaries (JSON Lines) while it stays open, and the last
+/// one on SIGTERM.
+#[cfg(all(unix, feature = "live"))]
+#[test]
+fn every_on_an_endless_pipe_prints_running_summaries_and_a_last_one_on_sigterm() {
+    let (header, records) = demo_records();
+    let received = records
+        .iter()
+        .filter(|r| r.kind() == jitterlab_capture::RecordKind::Received)
+        .count() as u64;
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_jitterlab"))
+        .args(["info", "-", "--json", "--every", "100ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    for r in &records {
+        w.write(r).unwrap();
+    }
+    stdin.write_all(&w.into_inner()).unwrap();
+    stdin.flush().unwrap();
+    // The pipe stays open (`stdin` is kept): the input never ends.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a summary line");
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    let mut running = 0;
+    loop {
+        let v = next();
+        assert_eq!(v["final"], false, "{v}");
+        running += 1;
+        assert!(running < 100_000, "the summaries reach every record");
+        if v["packets"] == received {
+            break;
+        }
+    }
+    let status = StdCommand::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let last = loop {
+        let v = next();
+        if v["final"] == true {
+            break v;
+        }
+    };
+    assert_eq!(last["packets"], received);
+    assert!(last["streams"][0]["wireshark"].is_null());
+    assert!(child.wait().unwrap().success());
+    drop(stdin);
+}
