@@ -12,7 +12,8 @@
 # phase as `sweep` reports it, and peak RSS.
 #
 # Environment: JITTERLAB=BINARY (default: target/release/jitterlab, built first), OLD=BINARY,
-# BENCH_DATA=DIR for the trace (default: a temporary directory, removed at the end).
+# BENCH_DATA=DIR for the trace (default: a temporary directory, removed at the end),
+# TRACE=FILE to reuse a trace made the same way instead of making one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-10000000}
@@ -25,8 +26,8 @@ else
 fi
 DIR=$(mktemp -d "${BENCH_DATA:-${TMPDIR:-/tmp}}/sweep100.XXXXXX")
 trap 'rm -rf "$DIR"' EXIT
-T="$DIR/sweep60.jtr"
-$J synth -o "$T" --rate 60 --duration "$(( (N + 59) / 60 ))s" --profile wifi --motion walk -q
+T=${TRACE:-$DIR/sweep60.jtr}
+[ -n "${TRACE:-}" ] || $J synth -o "$T" --rate 60 --duration "$(( (N + 59) / 60 ))s" --profile wifi --motion walk -q
 RECEIVED=$($J info --json "$T" | python3 -c 'import json,sys; print(json.load(sys.stdin)["packets"])')
 echo "trace: $N snapshots at 60 Hz, $RECEIVED received, $(stat -c %s "$T") bytes"
 echo "load: $(uptime)"
