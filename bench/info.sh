@@ -9,7 +9,8 @@
 # page cache is warmed first, so every contender reads from memory. Targets (issue 17):
 # jitterlab ≥ 30× faster than tshark, and within 3× of cat.
 #
-# Environment: JITTERLAB=BINARY (default: target/release/jitterlab, built first),
+# Environment: JITTERLAB=BINARY (default: target/release/jitterlab, built first), OLD=BINARY
+# (another build, timed in the same rounds, its output checked equal),
 # BENCH_DATA=DIR for the capture (default: a temporary directory, removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +39,13 @@ for r in $(seq 1 "$ROUNDS"); do
   $J info --json "$P" > "$DIR/info.json"; T2=$(now)
   tshark -n -r "$P" -q -o rtp.heuristic_rtp:TRUE -z rtp,streams > "$DIR/tshark.txt"; T3=$(now)
   C=$(secs "$T0" "$T1"); I=$(secs "$T1" "$T2"); S=$(secs "$T2" "$T3")
-  echo "$r $C $I $S" >> "$DIR/rows"
-  echo "round $r: cat $C s | jitterlab info $I s | tshark rtp,streams $S s"
+  O=nan
+  if [ -n "${OLD:-}" ]; then
+    T4=$(now); "$OLD" info --json "$P" > "$DIR/info-old.json"; O=$(secs "$T4" "$(now)")
+    cmp -s "$DIR/info.json" "$DIR/info-old.json" || echo "warning: the old binary's info differs" >&2
+  fi
+  echo "$r $C $I $S $O" >> "$DIR/rows"
+  echo "round $r: cat $C s | jitterlab info $I s | tshark rtp,streams $S s | old binary $O s"
 done
 python3 - "$DIR/rows" <<'PY'
 import statistics, sys
@@ -51,6 +57,8 @@ vs_cat = statistics.median(r[2] / r[1] for r in rows)
 print(f"median of {len(rows)} rounds: cat {cat:.4f} s, jitterlab info {info:.4f} s, tshark {tshark:.4f} s")
 print(f"jitterlab vs tshark: {vs_tshark:.1f}× faster (per-round median; target ≥ 30×); "
       f"jitterlab vs cat: {vs_cat:.1f}× slower (target ≤ 3×)")
+if rows[0][4] == rows[0][4]:
+    print(f"old binary: median {med(4):.4f} s ({statistics.median(r[3] / r[4] for r in rows):.1f}× faster than tshark)")
 PY
 grep -A3 "SSRC" "$DIR/tshark.txt" | head -4
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["streams"][0]; print("jitterlab:", d["packets"], "packets;", {k: s.get(k) for k in ("ssrc", "packets", "lost")})' "$DIR/info.json" || true

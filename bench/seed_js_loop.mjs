@@ -5,7 +5,7 @@
 //   node LOOP.mjs PACKETS.csv [PASSES]
 //
 // PACKETS.csv is `jitterlab export TRACE --packets -o PACKETS.csv` of the same trace jitterlab
-// replays: its `received` rows (arrival order) give each snapshot's tick (`seq`), send time
+// replays: its `received` rows (arrival order) give each snapshot's tick (`sequence`), send time
 // (`send_ns`) and arrival (`arrival_ns`). They are parsed into typed arrays before any timing.
 // Frames run every 1/60 s from the first arrival to the last; each frame first pushes every
 // packet that has arrived by then, then samples at the frame's time on the sender's clock (the
@@ -29,7 +29,7 @@ const col = (name) => {
   if (i < 0) throw new Error(`${path}: no column ${name} (columns: ${names.join(',')})`);
   return i;
 };
-const [iSeq, iSend, iArrival, iKind] = ['seq', 'send_ns', 'arrival_ns', 'kind'].map(col);
+const [iSeq, iSend, iArrival, iKind] = ['sequence', 'send_ns', 'arrival_ns', 'kind'].map(col);
 let seqs = new Float64Array(1 << 20);
 let sends = new Float64Array(1 << 20);
 let arrivals = new Float64Array(1 << 20);

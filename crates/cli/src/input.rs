@@ -456,11 +456,11 @@ pub(crate) fn load_with_progress(
         // after it, as it does in Wireshark (and in traces imported from the capture).
         let header = pcap::header_for("", &CaptureSummary::default(), "auto");
         let mut collector = Collector::new(&header, decoder_config(args, &header)?)?;
-        let summary = pcap::read_capture(&mut input.source, filter.as_ref(), |rec| {
+        let summary = pcap::read_capture_ref(&mut input.source, filter.as_ref(), |rec| {
             if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
-                collector.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
+                collector.add_rtpmaps(sdp::scan_sip(src.0, dst.0, rec.payload, rec.time));
             }
-            collector.push(&rec);
+            collector.push_ref(&rec);
             Ok(())
         })
         .with_context(|| display.clone())?;
@@ -474,21 +474,23 @@ pub(crate) fn load_with_progress(
         let config = decoder_config(args, reader.header())?;
         let mut collector = Collector::new(reader.header(), config)?;
         let mut unaddressed = 0u64;
-        while let Some(rec) = reader.read_record().with_context(|| display.clone())? {
+        // Read and parsed on a second thread while this one decodes.
+        jitterlab_capture::trace::read_ahead(&mut reader, |rec| {
             if let Some(f) = &filter
                 && rec.kind != RecordKind::Stats
             {
                 match (rec.src, rec.dst) {
                     (Some(src), Some(dst)) if f.matches(src.0, dst.0) => {}
-                    (Some(_), Some(_)) => continue,
+                    (Some(_), Some(_)) => return,
                     _ => {
                         unaddressed += 1;
-                        continue;
+                        return;
                     }
                 }
             }
-            collector.push(&rec);
-        }
+            collector.push_ref(rec);
+        })
+        .with_context(|| display.clone())?;
         let mut decoded = collector.finish();
         decoded.trailing_bytes = reader.trailing_bytes();
         drop(reader);

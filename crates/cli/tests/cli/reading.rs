@@ -57,15 +57,15 @@ fn replay_and_info_figures_are_those_of_the_owned_reader() {
 
     let golden = fixtures().join("golden/read-path.json");
     if std::env::var_os("JITTERLAB_BLESS").is_some() {
-        std::fs::write(
-            &golden,
-            serde_json::to_string_pretty(&got).unwrap() + "\n",
-        )
-        .unwrap();
+        std::fs::write(&golden, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
     }
-    let want: Value =
-        serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
+    let want: Value = serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
     for key in ["demo replay", "demo info", "synth replay", "synth info"] {
-        assert_eq!(got[key], want[key], "{key} differs from {}", golden.display());
+        assert_eq!(
+            got[key],
+            want[key],
+            "{key} differs from {}",
+            golden.display()
+        );
     }
 }
