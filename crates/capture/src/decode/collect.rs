@@ -195,7 +195,7 @@ impl Collector {
             summary.last = summary.last.max(rec.time);
         }
         if let Some(e) = &mut self.flows[i].evidence {
-            e.push(&rec.payload);
+            e.push(rec.payload);
             if e.packets() >= flow::EVIDENCE {
                 self.decide(i);
             }

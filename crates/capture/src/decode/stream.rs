@@ -282,11 +282,11 @@ impl StreamDecoder {
             // wrong (the common case, parsed once).
             Read::Media
                 if matches!(rec.payload.first(), Some(128..=191))
-                    && !super::flow::is_rtcp(&rec.payload) =>
+                    && !super::flow::is_rtcp(rec.payload) =>
             {
                 out.push(self.rtp(rec, pair, slot)?);
             }
-            Read::Media => match PacketKind::of(&rec.payload) {
+            Read::Media => match PacketKind::of(rec.payload) {
                 PacketKind::Rtp => out.push(self.rtp(rec, pair, slot)?),
                 PacketKind::Probe if matches!(self.config.kind, DecoderKind::Auto) => {
                     out.push(self.probe(rec)?);
@@ -304,7 +304,7 @@ impl StreamDecoder {
     }
 
     fn probe(&mut self, rec: &RecordRef<'_>) -> Result<Sample, DecodeError> {
-        let p = probe::Probe::parse(&rec.payload)?;
+        let p = probe::Probe::parse(rec.payload)?;
         let seq = in_range("probe tick", i128::from(p.tick))?;
         let key = StreamKey::Probe {
             stream: p.stream,
@@ -336,7 +336,7 @@ impl StreamDecoder {
         let DecoderKind::Layout(layout) = &self.config.kind else {
             return Err(DecodeError::new("no layout spec given"));
         };
-        let mut d = layout.decode(&rec.payload)?;
+        let mut d = layout.decode(rec.payload)?;
         let fresh = layout.wraps();
         let key = StreamKey::Flow {
             stream: d.stream,
@@ -374,7 +374,7 @@ impl StreamDecoder {
             .parsers
             .entry((pair, slot == 1))
             .or_insert_with(|| t.parser())
-            .parse(&rec.payload)?;
+            .parse(rec.payload)?;
         for &what in &datagram.control {
             counted(what);
         }
@@ -427,7 +427,7 @@ impl StreamDecoder {
     }
 
     fn rtp(&mut self, rec: &RecordRef<'_>, pair: u32, slot: usize) -> Result<Sample, DecodeError> {
-        let h = rtp::RtpHeader::parse(&rec.payload)?;
+        let h = rtp::RtpHeader::parse(rec.payload)?;
         let key = StreamKey::Rtp { ssrc: h.ssrc, pair };
         let stream = self.stream_for(key, rec, || Origin {
             protocol: "rtp",

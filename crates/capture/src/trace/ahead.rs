@@ -99,15 +99,12 @@ pub fn read_ahead<R: Read + Send>(
         // re-raises that panic when it ends.
         Some(Ok(()))
     })
-    .map_or_else(
-        || {
-            while let Some(rec) = reader.next_ref()? {
-                each(&rec);
-            }
-            Ok(())
-        },
-        |end| end,
-    )
+    .unwrap_or_else(|| {
+        while let Some(rec) = reader.next_ref()? {
+            each(&rec);
+        }
+        Ok(())
+    })
 }
 
 /// The reader thread: fills batches (reusing those handed back) until the file ends.
