@@ -15,7 +15,7 @@ use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
 use jitterlab_capture::source::{self, Source};
 use jitterlab_capture::spec::parse_share;
-use jitterlab_capture::trace::Endpoint;
+use jitterlab_capture::trace::{Endpoint, RecordRef};
 use jitterlab_capture::{Decoded, Format, Header, Reader, Record, RecordKind, StreamInfo};
 
 /// Decoder options shared by commands that read traces.
@@ -475,16 +475,16 @@ impl DecodeArgs {
 pub(crate) trait Push {
     /// Adds payload maps found in SIP signalling.
     fn add_rtpmaps(&mut self, maps: Vec<sdp::RtpMap>);
-    /// Takes one record.
-    fn push(&mut self, rec: &Record);
+    /// Takes one record, borrowed from the reader's buffer.
+    fn push(&mut self, rec: &RecordRef<'_>);
 }
 
 impl<S: SampleSink> Push for Collector<S> {
     fn add_rtpmaps(&mut self, maps: Vec<sdp::RtpMap>) {
         Self::add_rtpmaps(self, maps);
     }
-    fn push(&mut self, rec: &Record) {
-        Self::push(self, rec);
+    fn push(&mut self, rec: &RecordRef<'_>) {
+        Self::push_ref(self, rec);
     }
 }
 
@@ -521,9 +521,9 @@ pub(crate) fn read_trace<P: Push>(
         // after it, as it does in Wireshark (and in traces imported from the capture).
         let header = pcap::header_for("", &CaptureSummary::default(), "auto");
         let mut push = make(&header, decoder_config(args, &header)?)?;
-        let summary = pcap::read_capture(&mut input.source, filter.as_ref(), |rec| {
+        let summary = pcap::read_capture_ref(&mut input.source, filter.as_ref(), |rec| {
             if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
-                push.add_rtpmaps(sdp::scan_sip(src.0, dst.0, &rec.payload, rec.time));
+                push.add_rtpmaps(sdp::scan_sip(src.0, dst.0, rec.payload, rec.time));
             }
             push.push(&rec);
             Ok(())
@@ -543,21 +543,23 @@ pub(crate) fn read_trace<P: Push>(
     let config = decoder_config(args, reader.header())?;
     let mut push = make(reader.header(), config)?;
     let mut unaddressed = 0u64;
-    while let Some(rec) = reader.read_record().with_context(|| display.clone())? {
+    // Read and parsed on a second thread while this one decodes.
+    jitterlab_capture::trace::read_ahead(&mut reader, |rec| {
         if let Some(f) = &filter
             && rec.kind != RecordKind::Stats
         {
             match (rec.src, rec.dst) {
                 (Some(src), Some(dst)) if f.matches(src.0, dst.0) => {}
-                (Some(_), Some(_)) => continue,
+                (Some(_), Some(_)) => return,
                 _ => {
                     unaddressed += 1;
-                    continue;
+                    return;
                 }
             }
         }
-        push.push(&rec);
-    }
+        push.push(rec);
+    })
+    .with_context(|| display.clone())?;
     let trailing_bytes = reader.trailing_bytes();
     drop(reader);
     input.finish();

@@ -21,7 +21,7 @@ use super::stream::{Read, StreamDecoder};
 use super::{Decoded, DecoderConfig, DecoderKind, Sample, SendInference, StreamInfo, clock};
 use crate::Error;
 use crate::sdp::RtpMap;
-use crate::trace::{Endpoint, Header, Reader, Record, RecordKind};
+use crate::trace::{Endpoint, Header, Reader, Record, RecordKind, RecordRef};
 
 /// The most skip reasons kept as examples.
 const MAX_SKIP_EXAMPLES: usize = 5;
@@ -250,7 +250,7 @@ impl<S: SampleSink> Collector<S> {
         })
     }
 
-    fn flow_of(&mut self, rec: &Record) -> usize {
+    fn flow_of(&mut self, rec: &RecordRef<'_>) -> usize {
         let key = (rec.src, rec.dst, rec.kind() == RecordKind::Sent);
         if let Some((k, i)) = self.last
             && k == key
@@ -304,6 +304,12 @@ impl<S: SampleSink> Collector<S> {
 
     /// Decodes one record (skips and counts what cannot be decoded).
     pub fn push(&mut self, rec: &Record) {
+        self.push_ref(&rec.view());
+    }
+
+    /// Decodes one borrowed record, as [`Self::push`] (the payload is copied only while its
+    /// flow waits to be judged).
+    pub fn push_ref(&mut self, rec: &RecordRef<'_>) {
         let index = self.records;
         self.records += 1;
         match rec.kind() {
@@ -312,7 +318,7 @@ impl<S: SampleSink> Collector<S> {
                 return;
             }
             RecordKind::Stats => {
-                match crate::trace::CaptureStats::from_record(rec) {
+                match crate::trace::CaptureStats::from_payload(rec.payload) {
                     Some(stats) => self.out.capture_stats = Some(stats),
                     None => self.out.unknown_records += 1,
                 }
@@ -329,7 +335,7 @@ impl<S: SampleSink> Collector<S> {
             summary.last = summary.last.max(rec.time);
         }
         if let Some(e) = &mut self.flows[i].evidence {
-            e.push(&rec.payload);
+            e.push(rec.payload);
             if e.packets() >= flow::EVIDENCE {
                 self.decide(i);
             }
@@ -338,7 +344,7 @@ impl<S: SampleSink> Collector<S> {
             self.decode(rec, index, i);
             return;
         }
-        self.waiting.push_back((rec.clone(), index, i));
+        self.waiting.push_back((rec.to_record(), index, i));
         if self.waiting.len() > flow::MAX_WAITING
             && let Some(&(_, _, oldest)) = self.waiting.front()
         {
@@ -354,12 +360,12 @@ impl<S: SampleSink> Collector<S> {
                 return;
             }
             if let Some((rec, index, i)) = self.waiting.pop_front() {
-                self.decode(&rec, index, i);
+                self.decode(&rec.view(), index, i);
             }
         }
     }
 
-    fn decode(&mut self, rec: &Record, index: u64, i: usize) {
+    fn decode(&mut self, rec: &RecordRef<'_>, index: u64, i: usize) {
         let Some(read) = self.flows[i].read else {
             return;
         };
@@ -589,8 +595,8 @@ pub fn decode_trace<R: std::io::Read>(
     config: Option<DecoderConfig>,
 ) -> Result<Decoded, Error> {
     let mut collector = Collector::new(reader.header(), config)?;
-    while let Some(rec) = reader.read_record()? {
-        collector.push(&rec);
+    while let Some(rec) = reader.next_ref()? {
+        collector.push_ref(&rec);
     }
     let mut out = collector.finish();
     out.trailing_bytes = reader.trailing_bytes();

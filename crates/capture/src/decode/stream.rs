@@ -11,7 +11,7 @@ use super::{
 };
 use crate::sdp::RtpMap;
 use crate::time::Nanos;
-use crate::trace::{Direction, Endpoint, Record, RecordKind};
+use crate::trace::{Direction, Endpoint, Record, RecordKind, RecordRef};
 
 /// What a stream is within its flow. Flows are numbered (`pair`: one per source and
 /// destination), so that telling whether a packet belongs to the previous packet's stream
@@ -161,7 +161,12 @@ impl StreamDecoder {
         (self.streams, self.unstamped)
     }
 
-    fn stream_for(&mut self, key: StreamKey, rec: &Record, origin: impl FnOnce() -> Origin) -> u32 {
+    fn stream_for(
+        &mut self,
+        key: StreamKey,
+        rec: &RecordRef<'_>,
+        origin: impl FnOnce() -> Origin,
+    ) -> u32 {
         if let Some((k, id)) = self.last
             && k == key
         {
@@ -220,7 +225,9 @@ impl StreamDecoder {
         let mut out = Vec::with_capacity(1);
         let mut counted = None;
         let pair = self.pair_of(rec.src, rec.dst);
-        self.decode_all(read, rec, pair, &mut out, |what| counted = Some(what))?;
+        self.decode_all(read, &rec.view(), pair, &mut out, |what| {
+            counted = Some(what)
+        })?;
         match (out.pop(), counted) {
             (Some(sample), _) if out.is_empty() => Ok(sample),
             (Some(_), _) => Err(DecodeError::new("the datagram holds several messages")),
@@ -245,7 +252,7 @@ impl StreamDecoder {
     pub(super) fn decode_all(
         &mut self,
         read: Read,
-        rec: &Record,
+        rec: &RecordRef<'_>,
         pair: u32,
         out: &mut Vec<Sample>,
         mut counted: impl FnMut(&'static str),
@@ -275,11 +282,11 @@ impl StreamDecoder {
             // wrong (the common case, parsed once).
             Read::Media
                 if matches!(rec.payload.first(), Some(128..=191))
-                    && !super::flow::is_rtcp(&rec.payload) =>
+                    && !super::flow::is_rtcp(rec.payload) =>
             {
                 out.push(self.rtp(rec, pair, slot)?);
             }
-            Read::Media => match PacketKind::of(&rec.payload) {
+            Read::Media => match PacketKind::of(rec.payload) {
                 PacketKind::Rtp => out.push(self.rtp(rec, pair, slot)?),
                 PacketKind::Probe if matches!(self.config.kind, DecoderKind::Auto) => {
                     out.push(self.probe(rec)?);
@@ -296,8 +303,8 @@ impl StreamDecoder {
         Ok(())
     }
 
-    fn probe(&mut self, rec: &Record) -> Result<Sample, DecodeError> {
-        let p = probe::Probe::parse(&rec.payload)?;
+    fn probe(&mut self, rec: &RecordRef<'_>) -> Result<Sample, DecodeError> {
+        let p = probe::Probe::parse(rec.payload)?;
         let seq = in_range("probe tick", i128::from(p.tick))?;
         let key = StreamKey::Probe {
             stream: p.stream,
@@ -320,11 +327,16 @@ impl StreamDecoder {
         })
     }
 
-    fn layout(&mut self, rec: &Record, pair: u32, slot: usize) -> Result<Sample, DecodeError> {
+    fn layout(
+        &mut self,
+        rec: &RecordRef<'_>,
+        pair: u32,
+        slot: usize,
+    ) -> Result<Sample, DecodeError> {
         let DecoderKind::Layout(layout) = &self.config.kind else {
             return Err(DecodeError::new("no layout spec given"));
         };
-        let mut d = layout.decode(&rec.payload)?;
+        let mut d = layout.decode(rec.payload)?;
         let fresh = layout.wraps();
         let key = StreamKey::Flow {
             stream: d.stream,
@@ -352,7 +364,7 @@ impl StreamDecoder {
     fn transport(
         &mut self,
         t: Transport,
-        rec: &Record,
+        rec: &RecordRef<'_>,
         pair: u32,
         slot: usize,
         out: &mut Vec<Sample>,
@@ -362,7 +374,7 @@ impl StreamDecoder {
             .parsers
             .entry((pair, slot == 1))
             .or_insert_with(|| t.parser())
-            .parse(&rec.payload)?;
+            .parse(rec.payload)?;
         for &what in &datagram.control {
             counted(what);
         }
@@ -414,8 +426,8 @@ impl StreamDecoder {
         Ok(())
     }
 
-    fn rtp(&mut self, rec: &Record, pair: u32, slot: usize) -> Result<Sample, DecodeError> {
-        let h = rtp::RtpHeader::parse(&rec.payload)?;
+    fn rtp(&mut self, rec: &RecordRef<'_>, pair: u32, slot: usize) -> Result<Sample, DecodeError> {
+        let h = rtp::RtpHeader::parse(rec.payload)?;
         let key = StreamKey::Rtp { ssrc: h.ssrc, pair };
         let stream = self.stream_for(key, rec, || Origin {
             protocol: "rtp",

@@ -18,7 +18,7 @@ use crate::format::PCAPNG_MAGIC;
 use crate::pcap::{CaptureSummary, LinkType};
 use crate::sdp;
 use crate::time::Nanos;
-use crate::trace::{Endpoint, Record, flags};
+use crate::trace::{Endpoint, Record, RecordRef, flags};
 
 /// The largest record a capture may claim; anything bigger is corruption, not a packet.
 pub const MAX_RECORD_BYTES: usize = 16 << 20;
@@ -110,6 +110,19 @@ pub fn read_capture<R: Read + Send>(
     filter: Option<&Filter>,
     mut sink: impl FnMut(Record) -> Result<(), Error>,
 ) -> Result<CaptureSummary, Error> {
+    read_capture_ref(input, filter, |rec| sink(rec.to_record()))
+}
+
+/// As [`read_capture`], lending each datagram to `sink` instead of handing it over: its
+/// payload is borrowed from one buffer the reader reuses, so nothing is allocated per packet.
+///
+/// # Errors
+/// As [`read_capture`].
+pub fn read_capture_ref<R: Read + Send>(
+    input: R,
+    filter: Option<&Filter>,
+    mut sink: impl FnMut(RecordRef<'_>) -> Result<(), Error>,
+) -> Result<CaptureSummary, Error> {
     let kept = Arc::new(Mutex::new(None));
     let read_error = || {
         Error::Io(
@@ -144,6 +157,7 @@ pub fn read_capture<R: Read + Send>(
         last_sweep: None,
         last_time: Nanos::ZERO,
         filter,
+        payload: Vec::new(),
     };
     loop {
         let consumed = reader.consumed() as u64;
@@ -162,7 +176,10 @@ pub fn read_capture<R: Read + Send>(
                 let record = state.block(block)?;
                 reader.consume(len);
                 if let Some(rec) = record {
-                    sink(rec)?;
+                    sink(RecordRef {
+                        payload: &state.payload,
+                        ..rec
+                    })?;
                 }
             }
             Err(PcapError::Eof) => break,
@@ -234,7 +251,13 @@ struct State<'f> {
     last_sweep: Option<Nanos>,
     last_time: Nanos,
     filter: Option<&'f Filter>,
+    /// The payload of the datagram last made into a record ([`Fields`]), reused.
+    payload: Vec<u8>,
 }
+
+/// A datagram's record without its payload, which waits in [`State::payload`] (the record's
+/// own `payload` is empty).
+type Fields = RecordRef<'static>;
 
 /// Where the IP layer starts in a frame.
 enum Start<'a> {
@@ -280,7 +303,7 @@ impl State<'_> {
         })
     }
 
-    fn block(&mut self, block: PcapBlockOwned<'_>) -> Result<Option<Record>, Error> {
+    fn block(&mut self, block: PcapBlockOwned<'_>) -> Result<Option<Fields>, Error> {
         match block {
             PcapBlockOwned::LegacyHeader(h) => {
                 self.summary.format = "pcap".into();
@@ -379,7 +402,7 @@ impl State<'_> {
     }
 
     /// Turns one frame into a record, or counts why not.
-    fn frame(&mut self, link: LinkType, time: Nanos, data: &[u8], orig_len: u32) -> Option<Record> {
+    fn frame(&mut self, link: LinkType, time: Nanos, data: &[u8], orig_len: u32) -> Option<Fields> {
         self.summary.frames += 1;
         self.last_time = time;
         let n = self.summary.frames;
@@ -430,13 +453,13 @@ impl State<'_> {
         }
     }
 
-    fn malformed(&mut self, n: u64, why: &str) -> Option<Record> {
+    fn malformed(&mut self, n: u64, why: &str) -> Option<Fields> {
         self.summary.malformed += 1;
         self.summary.note(n, || why.to_owned());
         None
     }
 
-    fn sliced(&mut self, n: u64, time: Nanos, packet: &SlicedPacket<'_>) -> Option<Record> {
+    fn sliced(&mut self, n: u64, time: Nanos, packet: &SlicedPacket<'_>) -> Option<Fields> {
         let (src_ip, dst_ip, fragmenting): (IpAddr, IpAddr, bool) = match &packet.net {
             Some(NetSlice::Ipv4(ip)) => (
                 ip.header().source_addr().into(),
@@ -477,7 +500,7 @@ impl State<'_> {
         packet: &SlicedPacket<'_>,
         src_ip: IpAddr,
         dst_ip: IpAddr,
-    ) -> Option<Record> {
+    ) -> Option<Fields> {
         self.summary.fragments += 1;
         self.sweep(time);
         match self.pool.process_sliced_packet(packet, time, ()) {
@@ -542,7 +565,7 @@ impl State<'_> {
         start: &Start<'_>,
         truncated_frame: bool,
         strict_err: &str,
-    ) -> Option<Record> {
+    ) -> Option<Fields> {
         let lax = match start {
             Start::Ethernet(d) => LaxSlicedPacket::from_ethernet(d).ok(),
             Start::EtherType(t, d) => Some(LaxSlicedPacket::from_ether_type(*t, d)),
@@ -585,7 +608,7 @@ impl State<'_> {
         dst: SocketAddr,
         payload: &[u8],
         orig_len: u32,
-    ) -> Option<Record> {
+    ) -> Option<Fields> {
         if let Some(f) = self.filter
             && !f.matches(src, dst)
         {
@@ -596,11 +619,17 @@ impl State<'_> {
         self.summary
             .rtpmaps
             .extend(sdp::scan_sip(src, dst, payload, time));
-        let mut rec = Record::received(time, payload.to_vec());
-        rec.flags = flags::KERNEL_TIMESTAMP;
-        rec.src = Some(Endpoint(src));
-        rec.dst = Some(Endpoint(dst));
-        rec.orig_len = orig_len.max(payload.len() as u32);
-        Some(rec)
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        Some(RecordRef {
+            time,
+            kind: crate::RecordKind::Received,
+            flags: flags::KERNEL_TIMESTAMP,
+            direction: crate::trace::Direction::Unknown,
+            src: Some(Endpoint(src)),
+            dst: Some(Endpoint(dst)),
+            orig_len: orig_len.max(payload.len() as u32),
+            payload: &[],
+        })
     }
 }

@@ -10,19 +10,21 @@
 //!
 //! One job per file: [`record`] is what one packet is (its typed kind and direction, and the
 //! exact MessagePack bytes it takes), [`write`](mod@write) appends records after a header, [`read`](mod@read)
-//! streams them back.
+//! streams them back, and [`ahead`] reads them on a second thread while the caller decodes.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+pub mod ahead;
 pub mod read;
 pub mod record;
 pub mod write;
 
+pub use ahead::read_ahead;
 pub use read::{MAX_HEADER_BYTES, MAX_PAYLOAD_BYTES, Reader};
-pub use record::{CaptureStats, Direction, Endpoint, Record, RecordKind, flags};
+pub use record::{CaptureStats, Direction, Endpoint, Record, RecordKind, RecordRef, flags};
 pub use write::Writer;
 
 /// The value of [`Header::format`] in every jitterlab trace.
@@ -196,6 +198,62 @@ mod tests {
         let bytes = Writer::new(Vec::new(), &h).unwrap().into_inner();
         let err = Reader::new(&bytes[..]).unwrap_err();
         assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err}");
+    }
+
+    #[test]
+    fn borrowed_records_match_serde_across_buffer_refills() {
+        // Records of every size up to past the read buffer (so they straddle its end, and one
+        // outgrows it), with and without endpoints: the reader's borrowed records, its owned
+        // ones and serde's decoding of the same bytes agree record for record.
+        let mut records = Vec::new();
+        for i in 0..3000usize {
+            let len = if i == 1500 { 300_000 } else { (i * 37) % 1500 };
+            let mut r =
+                Record::received(Nanos(i as i64 * 1_000_003 - 5), vec![(i % 251) as u8; len]);
+            if i % 3 == 0 {
+                r.src = Some(Endpoint("10.1.2.3:4000".parse().unwrap()));
+                r.dst = Some(Endpoint("[2001:db8::1]:5000".parse().unwrap()));
+            }
+            r.flags = (i % 4) as u32;
+            r.orig_len = len as u32 + (i % 2) as u32;
+            if i % 5 == 0 {
+                r.kind = RecordKind::Sent;
+            }
+            records.push(r);
+        }
+        let bytes = write(&records);
+        let header_len = Reader::new(&bytes[..]).unwrap().header_len() as usize;
+        let mut de = rmp_serde::Deserializer::new(&bytes[header_len..]);
+        let by_serde: Vec<Record> = (0..records.len())
+            .map(|_| Record::deserialize(&mut de).unwrap())
+            .collect();
+        assert_eq!(by_serde, records);
+        let mut reader = Reader::new(&bytes[..]).unwrap();
+        let mut n = 0;
+        while let Some(r) = reader.next_ref().unwrap() {
+            assert_eq!(r.to_record(), records[n], "record {n}");
+            assert_eq!(r, records[n].view());
+            n += 1;
+        }
+        assert_eq!(n, records.len());
+        assert_eq!(reader.valid_len(), bytes.len() as u64);
+        let owned: Vec<Record> = Reader::new(&bytes[..])
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(owned, records);
+        // Cut inside the last record: every record before it, and its bytes as the tail.
+        let cut = &bytes[..bytes.len() - 1];
+        let mut reader = Reader::new(cut).unwrap();
+        let mut n = 0;
+        while reader.next_ref().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, records.len() - 1);
+        assert_eq!(
+            reader.valid_len() + reader.trailing_bytes(),
+            cut.len() as u64
+        );
     }
 
     #[test]

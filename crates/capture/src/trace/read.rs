@@ -1,7 +1,7 @@
 //! Reading traces as a stream, tolerant of a file cut off mid-record.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 
@@ -9,7 +9,9 @@ use serde::Deserialize;
 
 use crate::Error;
 use crate::time::Nanos;
-use crate::trace::{Direction, Endpoint, FORMAT_NAME, FORMAT_VERSION, Header, Record, RecordKind};
+use crate::trace::{
+    Direction, Endpoint, FORMAT_NAME, FORMAT_VERSION, Header, Record, RecordKind, RecordRef,
+};
 
 /// The most bytes a header may take: a larger one is refused rather than read into memory.
 pub const MAX_HEADER_BYTES: u64 = 16 << 20;
@@ -37,7 +39,14 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// The read buffer's starting size; it grows only for a record larger than itself.
+const BUFFER_BYTES: usize = 1 << 17;
+
 /// Reads a trace as a stream: memory does not grow with the file.
+///
+/// Records come out of one read buffer: [`Reader::next_ref`] lends each record with its
+/// payload borrowed from that buffer (nothing is allocated per record), and
+/// [`Reader::read_record`] (and iterating) copies it into an owned [`Record`].
 ///
 /// Iterating yields records until the end of the file. A tail cut off mid-record ends the
 /// iteration cleanly and is reported by [`Reader::trailing_bytes`]; a malformed record yields one
@@ -45,7 +54,15 @@ impl<R: Read> Read for Counting<R> {
 /// serde so that every length is checked before anything is allocated for it: a record costs
 /// at most its own bytes, and never more than [`MAX_PAYLOAD_BYTES`].
 pub struct Reader<R: Read> {
-    input: Counting<BufReader<R>>,
+    input: R,
+    /// Bytes read from `input`; `start..end` are not consumed yet.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// `input` returned end of file.
+    eof: bool,
+    /// The byte offset in the file of `buf[start]`.
+    pos: u64,
     header: Header,
     header_len: u64,
     good_end: u64,
@@ -83,7 +100,7 @@ impl<R: Read> Reader<R> {
     /// newer than this library.
     pub fn new(input: R) -> Result<Self, Error> {
         let counting = Counting {
-            inner: BufReader::with_capacity(1 << 16, input),
+            inner: BufReader::with_capacity(BUFFER_BYTES, input),
             pos: 0,
             limit: MAX_HEADER_BYTES,
         };
@@ -122,11 +139,19 @@ impl<R: Read> Reader<R> {
                 supported: FORMAT_VERSION,
             });
         }
-        let mut input = de.into_inner();
-        input.limit = u64::MAX;
-        let header_len = input.pos;
+        let counting = de.into_inner();
+        let header_len = counting.pos;
+        // What the header's reads buffered past the header starts the record buffer.
+        let mut buf = counting.inner.buffer().to_vec();
+        let end = buf.len();
+        buf.resize(end.max(BUFFER_BYTES), 0);
         Ok(Self {
-            input,
+            input: counting.inner.into_inner(),
+            buf,
+            start: 0,
+            end,
+            eof: false,
+            pos: header_len,
             header,
             header_len,
             good_end: header_len,
@@ -163,64 +188,82 @@ impl<R: Read> Reader<R> {
         self.trailing
     }
 
-    /// Reads the next record, or `None` at the end of the file.
+    /// Reads the next record into an owned [`Record`], or `None` at the end of the file.
     ///
     /// # Errors
     /// [`Error::CorruptRecord`] with the record's byte offset; I/O errors.
     pub fn read_record(&mut self) -> Result<Option<Record>, Error> {
+        Ok(self.next_ref()?.map(|r| r.to_record()))
+    }
+
+    /// Reads the next record, its payload borrowed from the read buffer until the next call,
+    /// or `None` at the end of the file. Nothing is allocated per record (the buffer grows only
+    /// for a record larger than itself).
+    ///
+    /// # Errors
+    /// [`Error::CorruptRecord`] with the record's byte offset; I/O errors.
+    pub fn next_ref(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
         if self.done {
             return Ok(None);
         }
-        let result = match self.decode_buffered() {
-            Some(result) => result,
-            None => decode_record(&mut self.input),
-        };
-        match result {
-            Ok(record) => {
-                self.good_end = self.input.pos;
-                self.records += 1;
-                Ok(Some(record))
-            }
-            Err(Fail::End) => {
-                self.done = true;
-                self.trailing = self.input.pos - self.good_end;
-                Ok(None)
-            }
-            Err(Fail::Io(e)) => {
-                self.done = true;
-                Err(Error::Io(e))
-            }
-            Err(Fail::Corrupt(reason)) => {
-                self.done = true;
-                Err(Error::CorruptRecord {
-                    offset: self.good_end,
-                    index: self.records,
-                    reason,
-                })
+        loop {
+            match parse_record(&self.buf[self.start..self.end]) {
+                Ok(parsed) => {
+                    let at = self.start;
+                    self.start += parsed.len;
+                    self.pos += parsed.len as u64;
+                    self.good_end = self.pos;
+                    self.records += 1;
+                    return Ok(Some(parsed.lend(&self.buf[at..at + parsed.len])));
+                }
+                Err(Fail::End) if self.eof => {
+                    self.done = true;
+                    self.trailing = (self.end - self.start) as u64;
+                    return Ok(None);
+                }
+                Err(Fail::End) => {
+                    if let Err(e) = self.fill() {
+                        self.done = true;
+                        return Err(Error::Io(e));
+                    }
+                }
+                Err(Fail::Corrupt(reason)) => {
+                    self.done = true;
+                    return Err(Error::CorruptRecord {
+                        offset: self.good_end,
+                        index: self.records,
+                        reason,
+                    });
+                }
             }
         }
     }
-}
 
-impl<R: Read> Reader<R> {
-    /// Decodes the next record straight from the read buffer when the buffer holds all of it
-    /// (nearly always: records are far smaller than the buffer), without a read call per
-    /// field; `None` when it straddles the buffer's end, for the streaming path to finish.
-    fn decode_buffered(&mut self) -> Option<Result<Record, Fail>> {
-        let buf = match self.input.inner.fill_buf() {
-            Ok(buf) => buf,
-            Err(e) => return Some(Err(Fail::from(e))),
-        };
-        let mut cursor = buf;
-        match decode_record(&mut cursor) {
-            Err(Fail::End) => None,
-            Ok(record) => {
-                let used = buf.len() - cursor.len();
-                self.input.inner.consume(used);
-                self.input.pos += used as u64;
-                Some(Ok(record))
+    /// Reads more of the input after the unconsumed bytes: moves them to the front first, and
+    /// doubles the buffer when they fill it (a record larger than the buffer, which grows with
+    /// the bytes really there, never with what a length field claims).
+    fn fill(&mut self) -> io::Result<()> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        loop {
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
-            Err(e) => Some(Err(e)),
         }
     }
 }
@@ -243,100 +286,137 @@ fn is_eof(err: &rmp_serde::decode::Error) -> bool {
 
 /// Why a record could not be decoded.
 enum Fail {
-    /// The input ended, cleanly or mid-record.
+    /// The bytes ended, cleanly or mid-record.
     End,
-    Io(io::Error),
     Corrupt(String),
 }
 
-impl From<io::Error> for Fail {
-    fn from(e: io::Error) -> Self {
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            Self::End
-        } else {
-            Self::Io(e)
+/// A record's fields read from the buffer, its payload as a range of the record's bytes.
+struct Parsed {
+    time: Nanos,
+    kind: RecordKind,
+    flags: u32,
+    direction: Direction,
+    src: Option<Endpoint>,
+    dst: Option<Endpoint>,
+    orig_len: u32,
+    /// Where the payload starts in the record's bytes; it runs to the record's end.
+    payload_at: usize,
+    /// The record's length in bytes.
+    len: usize,
+}
+
+impl Parsed {
+    /// The record, its payload lent from `bytes` (the record's own bytes).
+    fn lend<'a>(&self, bytes: &'a [u8]) -> RecordRef<'a> {
+        RecordRef {
+            time: self.time,
+            kind: self.kind,
+            flags: self.flags,
+            direction: self.direction,
+            src: self.src,
+            dst: self.dst,
+            orig_len: self.orig_len,
+            payload: &bytes[self.payload_at..],
         }
     }
 }
 
-fn read_array<const N: usize>(r: &mut impl Read) -> Result<[u8; N], Fail> {
-    let mut buf = [0u8; N];
-    r.read_exact(&mut buf)?;
-    Ok(buf)
+/// Reads MessagePack fields from the front of a slice; running out is [`Fail::End`].
+struct Bytes<'a> {
+    buf: &'a [u8],
+    at: usize,
 }
 
-fn read_byte(r: &mut impl Read) -> Result<u8, Fail> {
-    Ok(read_array::<1>(r)?[0])
-}
+impl<'a> Bytes<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Fail> {
+        let bytes = self.buf.get(self.at..self.at + n).ok_or(Fail::End)?;
+        self.at += n;
+        Ok(bytes)
+    }
 
-/// A MessagePack integer of any width, checked to fit `T`.
-fn read_int<T: TryFrom<i128>>(r: &mut impl Read, field: &str) -> Result<T, Fail> {
-    let marker = read_byte(r)?;
-    let value = match marker {
-        0x00..=0x7f => i128::from(marker),
-        0xe0..=0xff => i128::from(marker as i8),
-        0xcc => i128::from(read_byte(r)?),
-        0xcd => i128::from(u16::from_be_bytes(read_array(r)?)),
-        0xce => i128::from(u32::from_be_bytes(read_array(r)?)),
-        0xcf => i128::from(u64::from_be_bytes(read_array(r)?)),
-        0xd0 => i128::from(read_byte(r)? as i8),
-        0xd1 => i128::from(i16::from_be_bytes(read_array(r)?)),
-        0xd2 => i128::from(i32::from_be_bytes(read_array(r)?)),
-        0xd3 => i128::from(i64::from_be_bytes(read_array(r)?)),
-        other => {
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], Fail> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn byte(&mut self) -> Result<u8, Fail> {
+        let b = *self.buf.get(self.at).ok_or(Fail::End)?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    /// A MessagePack integer of any width, checked to fit `T`.
+    fn int<T: TryFrom<i128>>(&mut self, field: &str) -> Result<T, Fail> {
+        let marker = self.byte()?;
+        let value = match marker {
+            0x00..=0x7f => i128::from(marker),
+            0xe0..=0xff => i128::from(marker as i8),
+            0xcc => i128::from(self.byte()?),
+            0xcd => i128::from(u16::from_be_bytes(self.array()?)),
+            0xce => i128::from(u32::from_be_bytes(self.array()?)),
+            0xcf => i128::from(u64::from_be_bytes(self.array()?)),
+            0xd0 => i128::from(self.byte()? as i8),
+            0xd1 => i128::from(i16::from_be_bytes(self.array()?)),
+            0xd2 => i128::from(i32::from_be_bytes(self.array()?)),
+            0xd3 => i128::from(i64::from_be_bytes(self.array()?)),
+            other => {
+                return Err(Fail::Corrupt(format!(
+                    "{field}: expected an integer, found marker 0x{other:02x}"
+                )));
+            }
+        };
+        T::try_from(value).map_err(|_| Fail::Corrupt(format!("{field}: {value} is out of range")))
+    }
+
+    /// The length of a byte string (bin or str), or `None` for nil where `nil_ok`.
+    fn bytes_len(&mut self, field: &str, nil_ok: bool) -> Result<Option<usize>, Fail> {
+        let len = match self.byte()? {
+            0xc0 if nil_ok => return Ok(None),
+            m @ 0xa0..=0xbf => usize::from(m & 0x1f),
+            0xc4 | 0xd9 => usize::from(self.byte()?),
+            0xc5 | 0xda => usize::from(u16::from_be_bytes(self.array()?)),
+            0xc6 | 0xdb => u32::from_be_bytes(self.array()?) as usize,
+            other => {
+                return Err(Fail::Corrupt(format!(
+                    "{field}: expected bytes, found marker 0x{other:02x}"
+                )));
+            }
+        };
+        Ok(Some(len))
+    }
+
+    fn endpoint(&mut self, field: &str) -> Result<Option<Endpoint>, Fail> {
+        let Some(len) = self.bytes_len(field, true)? else {
+            return Ok(None);
+        };
+        if len != 6 && len != 18 {
             return Err(Fail::Corrupt(format!(
-                "{field}: expected an integer, found marker 0x{other:02x}"
+                "{field}: endpoint of {len} bytes (expected 6 or 18)"
             )));
         }
-    };
-    T::try_from(value).map_err(|_| Fail::Corrupt(format!("{field}: {value} is out of range")))
+        let bytes = self.take(len)?;
+        let port = u16::from_be_bytes([bytes[len - 2], bytes[len - 1]]);
+        let ip: IpAddr = if len == 6 {
+            Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).into()
+        } else {
+            let mut octets = [0u8; 16];
+            octets.copy_from_slice(&bytes[..16]);
+            Ipv6Addr::from(octets).into()
+        };
+        Ok(Some(Endpoint(SocketAddr::new(ip, port))))
+    }
 }
 
-/// The length of a byte string (bin or str), or `None` for nil where `nil_ok`.
-fn read_bytes_len(r: &mut impl Read, field: &str, nil_ok: bool) -> Result<Option<usize>, Fail> {
-    let len = match read_byte(r)? {
-        0xc0 if nil_ok => return Ok(None),
-        m @ 0xa0..=0xbf => usize::from(m & 0x1f),
-        0xc4 | 0xd9 => usize::from(read_byte(r)?),
-        0xc5 | 0xda => usize::from(u16::from_be_bytes(read_array(r)?)),
-        0xc6 | 0xdb => u32::from_be_bytes(read_array(r)?) as usize,
-        other => {
-            return Err(Fail::Corrupt(format!(
-                "{field}: expected bytes, found marker 0x{other:02x}"
-            )));
-        }
-    };
-    Ok(Some(len))
-}
-
-fn read_endpoint(r: &mut impl Read, field: &str) -> Result<Option<Endpoint>, Fail> {
-    let Some(len) = read_bytes_len(r, field, true)? else {
-        return Ok(None);
-    };
-    let mut buf = [0u8; 18];
-    let Some(bytes) = buf.get_mut(..len).filter(|_| len == 6 || len == 18) else {
-        return Err(Fail::Corrupt(format!(
-            "{field}: endpoint of {len} bytes (expected 6 or 18)"
-        )));
-    };
-    r.read_exact(bytes)?;
-    let port = u16::from_be_bytes([bytes[len - 2], bytes[len - 1]]);
-    let ip: IpAddr = if len == 6 {
-        Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).into()
-    } else {
-        let mut octets = [0u8; 16];
-        octets.copy_from_slice(&bytes[..16]);
-        Ipv6Addr::from(octets).into()
-    };
-    Ok(Some(Endpoint(SocketAddr::new(ip, port))))
-}
-
-/// Decodes one record: the array [`Record::emit`] writes, with any integer widths.
-fn decode_record(r: &mut impl Read) -> Result<Record, Fail> {
-    let fields = match read_byte(r)? {
+/// Parses the record at the front of `buf`: the array [`Record::emit`] writes, with any
+/// integer widths. [`Fail::End`] when `buf` ends before the record does.
+fn parse_record(buf: &[u8]) -> Result<Parsed, Fail> {
+    let mut r = Bytes { buf, at: 0 };
+    let fields = match r.byte()? {
         m @ 0x90..=0x9f => usize::from(m & 0x0f),
-        0xdc => usize::from(u16::from_be_bytes(read_array(r)?)),
-        0xdd => u32::from_be_bytes(read_array(r)?) as usize,
+        0xdc => usize::from(u16::from_be_bytes(r.array()?)),
+        0xdd => u32::from_be_bytes(r.array()?) as usize,
         other => {
             return Err(Fail::Corrupt(format!(
                 "expected a record (an array), found marker 0x{other:02x}"
@@ -348,27 +428,22 @@ fn decode_record(r: &mut impl Read) -> Result<Record, Fail> {
             "a record has 8 fields, this one claims {fields}"
         )));
     }
-    let time = Nanos(read_int(r, "time")?);
-    let kind = RecordKind::from_code(read_int(r, "kind")?);
-    let flags = read_int(r, "flags")?;
-    let direction = Direction::from_code(read_int(r, "direction")?);
-    let src = read_endpoint(r, "src")?;
-    let dst = read_endpoint(r, "dst")?;
-    let orig_len = read_int(r, "orig_len")?;
-    let len = read_bytes_len(r, "payload", false)?.unwrap_or(0);
+    let time = Nanos(r.int("time")?);
+    let kind = RecordKind::from_code(r.int("kind")?);
+    let flags = r.int("flags")?;
+    let direction = Direction::from_code(r.int("direction")?);
+    let src = r.endpoint("src")?;
+    let dst = r.endpoint("dst")?;
+    let orig_len = r.int("orig_len")?;
+    let len = r.bytes_len("payload", false)?.unwrap_or(0);
     if len > MAX_PAYLOAD_BYTES {
         return Err(Fail::Corrupt(format!(
             "payload claims {len} bytes (more than {MAX_PAYLOAD_BYTES})"
         )));
     }
-    // Grow with the bytes that are really there: a damaged length near the end of a file
-    // costs what is left of the file, not what the length claims.
-    let mut payload = Vec::with_capacity(len.min(1 << 16));
-    r.take(len as u64).read_to_end(&mut payload)?;
-    if payload.len() < len {
-        return Err(Fail::End);
-    }
-    Ok(Record {
+    let payload_at = r.at;
+    r.take(len)?;
+    Ok(Parsed {
         time,
         kind,
         flags,
@@ -376,6 +451,7 @@ fn decode_record(r: &mut impl Read) -> Result<Record, Fail> {
         src,
         dst,
         orig_len,
-        payload,
+        payload_at,
+        len: r.at,
     })
 }

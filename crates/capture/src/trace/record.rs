@@ -67,7 +67,12 @@ impl CaptureStats {
 
     /// Reads the stats of a [`RecordKind::Stats`] record.
     pub fn from_record(rec: &Record) -> Option<Self> {
-        rmp_serde::from_slice(&rec.payload).ok()
+        Self::from_payload(&rec.payload)
+    }
+
+    /// Reads the stats from a [`RecordKind::Stats`] record's payload.
+    pub fn from_payload(payload: &[u8]) -> Option<Self> {
+        rmp_serde::from_slice(payload).ok()
     }
 }
 
@@ -325,5 +330,65 @@ impl Record {
     /// Whether the payload was cut to a snap length.
     pub fn is_truncated(&self) -> bool {
         (self.payload.len() as u64) < u64::from(self.orig_len)
+    }
+}
+
+/// One packet borrowed rather than owned: a [`Record`] whose payload is a slice, as
+/// [`Reader::next_ref`](super::Reader::next_ref) hands it out of its read buffer (no
+/// allocation per record) and as [`Record::view`] lends an owned one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// Arrival time on the header's clock (send time for [`RecordKind::Sent`]).
+    pub time: Nanos,
+    /// What the record stands for.
+    pub kind: RecordKind,
+    /// Bits from [`flags`].
+    pub flags: u32,
+    /// Which way the packet went.
+    pub direction: Direction,
+    /// Source address, when known.
+    pub src: Option<Endpoint>,
+    /// Destination address, when known.
+    pub dst: Option<Endpoint>,
+    /// The datagram's length on the wire.
+    pub orig_len: u32,
+    /// The payload, at most the capture's snap length.
+    pub payload: &'a [u8],
+}
+
+impl RecordRef<'_> {
+    /// What the record stands for.
+    pub fn kind(&self) -> RecordKind {
+        self.kind
+    }
+
+    /// An owned copy (the payload copied).
+    pub fn to_record(&self) -> Record {
+        Record {
+            time: self.time,
+            kind: self.kind,
+            flags: self.flags,
+            direction: self.direction,
+            src: self.src,
+            dst: self.dst,
+            orig_len: self.orig_len,
+            payload: self.payload.to_vec(),
+        }
+    }
+}
+
+impl Record {
+    /// The record borrowed: its fields copied, its payload lent.
+    pub fn view(&self) -> RecordRef<'_> {
+        RecordRef {
+            time: self.time,
+            kind: self.kind,
+            flags: self.flags,
+            direction: self.direction,
+            src: self.src,
+            dst: self.dst,
+            orig_len: self.orig_len,
+            payload: &self.payload,
+        }
     }
 }

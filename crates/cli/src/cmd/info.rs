@@ -122,10 +122,10 @@ impl<S: jitterlab_capture::decode::SampleSink> Push for Limited<S> {
             self.collector.add_rtpmaps(maps);
         }
     }
-    fn push(&mut self, rec: &jitterlab_capture::Record) {
+    fn push(&mut self, rec: &jitterlab_capture::trace::RecordRef<'_>) {
         if self.left > 0 {
             self.left -= 1;
-            self.collector.push(rec);
+            self.collector.push_ref(rec);
         }
     }
 }

@@ -15,6 +15,7 @@
 //! - `timeline`: replay timelines as CSV and Parquet, with the README's columns.
 //! - `transports`: real ENet and KCP peers through the relay, decoded from the trace.
 //! - `pipes`: `-` as standard input and output, `.gz`/`.zst` inputs, a real tcpdump pipe.
+//! - `reading`: the read path's figures (replay, info) against those of the reader before it.
 //! - `live_edges`: host names, and nothing announced or created by a live command that fails.
 //! - `live`, `live_edges`, `peers`, `raknet`, `transports` need the `live` feature (on by default);
 //!   `no_live` checks what a build without it says.
@@ -41,6 +42,7 @@ mod peers;
 mod pipes;
 #[cfg(feature = "live")]
 mod raknet;
+mod reading;
 mod report;
 mod streaming;
 mod sweep;

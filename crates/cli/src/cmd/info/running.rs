@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use jitterlab_capture::Record;
+use jitterlab_capture::trace::RecordRef;
 use jitterlab_capture::decode::Collector;
 use jitterlab_capture::sdp::RtpMap;
 use jitterlab_capture::stats::Accumulator;
@@ -34,9 +34,9 @@ impl Push for Feed {
             c.add_rtpmaps(maps);
         }
     }
-    fn push(&mut self, rec: &Record) {
+    fn push(&mut self, rec: &RecordRef<'_>) {
         if let Some(c) = lock(&self.0).as_mut() {
-            c.push(rec);
+            c.push_ref(rec);
         }
     }
 }
