@@ -188,7 +188,8 @@ impl Recovery {
         let n = self.delays.frames;
         if n > 0 {
             let k = n.div_ceil(10);
-            let x = (self.delays.sum_from(n - k) - self.delays.sum_first(k)) / k as f64;
+            // Two means, as they always were computed (the figures stay bit for bit).
+            let x = self.delays.sum_from(n - k) / k as f64 - self.delays.sum_first(k) / k as f64;
             self.inflation.0 += x * n as f64;
             self.inflation.1 += n;
         }

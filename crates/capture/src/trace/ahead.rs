@@ -117,6 +117,11 @@ fn fill<R: Read>(
         let mut batch = free.try_recv().unwrap_or_default();
         batch.clear();
         while batch.records.len() < BATCH_RECORDS {
+            // Hand on what was read before a read that may block: a live pipe's records reach
+            // the consumer as they come, not a batch later.
+            if !batch.records.is_empty() && !reader.next_is_buffered() {
+                break;
+            }
             match reader.next_ref() {
                 Ok(Some(rec)) => batch.push(&rec),
                 Ok(None) => {
@@ -183,5 +188,62 @@ mod tests {
         let err = read_ahead(&mut reader, |_| n += 1).unwrap_err();
         assert!(matches!(err, Error::CorruptRecord { .. }), "{err}");
         assert_eq!(n, want.len() - 1);
+    }
+
+    /// A pipe that stays open after a few records: they reach the consumer before the reader
+    /// blocks on the next read, not when a batch fills (`info - --every` on a live capture).
+    #[test]
+    fn records_before_a_blocking_read_are_handed_on() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        /// Gives its bytes, then blocks until the consumer has seen `want` records (or 10 s
+        /// have passed, noted in `timed_out`), then ends.
+        struct Gate {
+            data: Vec<u8>,
+            pos: usize,
+            seen: Arc<AtomicUsize>,
+            want: usize,
+            timed_out: Arc<AtomicBool>,
+        }
+        impl Read for Gate {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.pos < self.data.len() {
+                    let n = buf.len().min(self.data.len() - self.pos);
+                    buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+                    self.pos += n;
+                    return Ok(n);
+                }
+                let start = std::time::Instant::now();
+                while self.seen.load(Ordering::SeqCst) < self.want {
+                    if start.elapsed() > std::time::Duration::from_secs(10) {
+                        self.timed_out.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Ok(0)
+            }
+        }
+        let (bytes, want) = trace(10);
+        let seen = Arc::new(AtomicUsize::new(0));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let mut reader = Reader::new(Gate {
+            data: bytes,
+            pos: 0,
+            seen: Arc::clone(&seen),
+            want: want.len(),
+            timed_out: Arc::clone(&timed_out),
+        })
+        .unwrap();
+        read_ahead(&mut reader, |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), want.len());
+        assert!(
+            !timed_out.load(Ordering::SeqCst),
+            "the records waited for the pipe to end"
+        );
     }
 }

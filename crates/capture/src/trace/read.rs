@@ -239,6 +239,22 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// Whether the next record (or the end) is already in the buffer, so that
+    /// [`Self::next_ref`] returns it without reading the input: a caller that batches records
+    /// hands on what it holds before a read that may block (a pipe that stays open). More than
+    /// a datagram's worth of bytes buffered (64 KiB and a record's fields) counts as a whole
+    /// record without parsing it twice.
+    pub fn next_is_buffered(&self) -> bool {
+        const DATAGRAM: usize = 65_536 + 256;
+        self.done
+            || self.eof
+            || self.end - self.start > DATAGRAM
+            || !matches!(
+                parse_record(&self.buf[self.start..self.end]),
+                Err(Fail::End)
+            )
+    }
+
     /// Reads more of the input after the unconsumed bytes: moves them to the front first, and
     /// doubles the buffer when they fill it (a record larger than the buffer, which grows with
     /// the bytes really there, never with what a length field claims).

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use jitterlab_capture::trace::RecordRef;
 use jitterlab_capture::decode::Collector;
 use jitterlab_capture::sdp::RtpMap;
 use jitterlab_capture::stats::Accumulator;
+use jitterlab_capture::trace::RecordRef;
 
 use super::{Args, finish_summary, print, refine};
 use crate::input::{Push, read_trace};
