@@ -34,6 +34,8 @@ pub mod recovery;
 pub mod results;
 pub mod runs;
 pub mod table;
+#[cfg(test)]
+mod test_support;
 pub mod timeline;
 mod write;
 

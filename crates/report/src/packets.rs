@@ -186,24 +186,7 @@ mod tests {
     }
 
     fn probe_like() -> StreamInfo {
-        StreamInfo {
-            id: 0,
-            ssrc: None,
-            probe_stream: None,
-            src: None,
-            dst: None,
-            direction: jitterlab_capture::trace::Direction::Unknown,
-            payload_type: None,
-            clock_rate: None,
-            channels: vec![],
-            protocol: "probe",
-            lane: None,
-            send_times: true,
-            clock_inferred: None,
-            send_inferred: None,
-            encoding: None,
-            media: None,
-        }
+        crate::test_support::probe_stream(&[])
     }
 
     #[test]

@@ -194,29 +194,7 @@ mod tests {
                 .with_values(vec![i as f64])
             })
             .collect();
-        let info = jitterlab_capture::decode::StreamInfo {
-            id: 0,
-            ssrc: None,
-            probe_stream: None,
-            src: None,
-            dst: None,
-            direction: jitterlab_capture::trace::Direction::Unknown,
-            payload_type: None,
-            clock_rate: None,
-            channels: vec!["x".into()],
-            protocol: "probe",
-            lane: None,
-            send_times: true,
-            clock_inferred: None,
-            send_inferred: None,
-            encoding: None,
-            media: None,
-        };
-        let decoded = Decoded {
-            streams: vec![info],
-            samples,
-            ..Decoded::default()
-        };
+        let decoded = crate::test_support::probe_decoded(samples);
         let spikes = stream_spikes(&decoded, 0);
         assert_eq!(spikes.len(), 1);
         assert_eq!((spikes[0].0, spikes[0].1), (0.95, 1.3));

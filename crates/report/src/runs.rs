@@ -343,29 +343,7 @@ mod tests {
                 Sample::new(0, i, send, arrival).with_values(vec![i as f64])
             })
             .collect();
-        let info = jitterlab_capture::decode::StreamInfo {
-            id: 0,
-            ssrc: None,
-            probe_stream: None,
-            src: None,
-            dst: None,
-            direction: jitterlab_capture::trace::Direction::Unknown,
-            payload_type: None,
-            clock_rate: None,
-            channels: vec!["x".into()],
-            protocol: "probe",
-            lane: None,
-            send_times: true,
-            clock_inferred: None,
-            send_inferred: None,
-            encoding: None,
-            media: None,
-        };
-        Decoded {
-            streams: vec![info],
-            samples,
-            ..Decoded::default()
-        }
+        crate::test_support::probe_decoded(samples)
     }
 
     /// A long replay's log is reduced to the figure's columns, the outage's hold run and its
