@@ -2,10 +2,7 @@
 //! text, in full in JSON), a trace cut mid-record, and running summaries (`--every`) of a
 //! pipe that never ends, the last one on SIGTERM.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Stdio};
-use std::time::Duration;
 
 use jitterlab_capture::decode::probe::Probe;
 use jitterlab_capture::{Nanos, Reader, Record, Writer};
@@ -155,6 +152,10 @@ fn every_on_a_file_prints_the_final_summary_at_its_end() {
 #[cfg(all(unix, feature = "live"))]
 #[test]
 fn every_on_an_endless_pipe_prints_running_summaries_and_a_last_one_on_sigterm() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command as StdCommand, Stdio};
+    use std::time::Duration;
+
     let (header, records) = demo_records();
     let received = records
         .iter()
