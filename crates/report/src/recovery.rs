@@ -37,7 +37,7 @@ pub fn stream_spikes(decoded: &Decoded, stream: u32) -> Vec<(f64, f64, Spike)> {
         .collect()
 }
 
-/// The spikes the figure draws (the [`MAX_PANELS`] largest, in time order) and how many were
+/// The spikes the figure draws (the four largest, in time order) and how many were
 /// found.
 pub fn panel_spikes(decoded: &Decoded, stream: u32) -> (usize, Vec<(f64, f64, Spike)>) {
     let mut spikes = stream_spikes(decoded, stream);
