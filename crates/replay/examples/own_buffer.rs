@@ -82,7 +82,7 @@ struct LagEngine {
 }
 
 impl Engine for LagEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, _at: Nanos) -> bool {
         self.store.offer(p) == jitterlab_replay::Push::Duplicate
     }
 

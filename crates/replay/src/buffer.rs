@@ -232,7 +232,11 @@ pub struct Packet {
 impl Packet {
     /// Sample `idx` of `samples`.
     pub fn of(samples: &[Sample], idx: u32) -> Self {
-        let s = &samples[idx as usize];
+        Self::from_sample(&samples[idx as usize], idx)
+    }
+
+    /// Sample `s`, number `idx` of its stream.
+    pub fn from_sample(s: &Sample, idx: u32) -> Self {
         Self {
             send: s.send,
             seq: s.seq,
@@ -405,6 +409,12 @@ impl SnapshotBuffer {
     /// The held samples' indices, oldest send time first.
     pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
         self.items.slice().iter().map(|h| h.idx)
+    }
+
+    /// The lowest sample index held: every pick names a held sample, so a reader that keeps
+    /// samples from this index on keeps all a pick can name.
+    pub fn oldest_idx(&self) -> Option<u32> {
+        self.items.slice().iter().map(|h| h.idx).min()
     }
 
     /// Send time of the newest held sample.

@@ -34,9 +34,10 @@ pub trait Controller: Send {
 /// One playout engine, advanced frame by frame. The replay loop is generic over it, so each
 /// engine's per-packet and per-frame steps inline into the loop.
 pub trait Engine: Send {
-    /// Offers packet `p` (sample `p.idx` of `samples`), processed in the frame at local time
-    /// `at`; returns whether it was a duplicate.
-    fn push(&mut self, samples: &[Sample], p: Packet, at: Nanos) -> bool;
+    /// Offers packet `p` (its sample is `sample`, number `p.idx` of the stream), processed in
+    /// the frame at local time `at`; returns whether it was a duplicate. The sample is lent for
+    /// the call only: a streaming replay keeps only the samples a pick can still name.
+    fn push(&mut self, sample: &Sample, p: Packet, at: Nanos) -> bool;
 
     /// Advances to the frame at local time `at` (`now` on the sender's clock) and picks what
     /// is shown.
@@ -47,6 +48,13 @@ pub trait Engine: Send {
 
     /// Send time of the newest sample held.
     fn newest_send(&self) -> Option<Nanos>;
+
+    /// The lowest sample index (`Packet::idx`) any later pick may name: a streaming replay
+    /// drops the samples below it. `None`: none held. The default keeps every sample (0), right
+    /// for any engine and bounded for none.
+    fn oldest_idx(&self) -> Option<u32> {
+        Some(0)
+    }
 
     /// Whether the engine must see the whole replay's inputs ([`Script`]) before its first
     /// frame (an external policy answers frames in batches; `docs/external-policy.md`).
@@ -67,8 +75,8 @@ pub trait Engine: Send {
 
 impl Engine for Box<dyn Engine> {
     #[inline]
-    fn push(&mut self, samples: &[Sample], p: Packet, at: Nanos) -> bool {
-        (**self).push(samples, p, at)
+    fn push(&mut self, sample: &Sample, p: Packet, at: Nanos) -> bool {
+        (**self).push(sample, p, at)
     }
 
     #[inline]
@@ -83,6 +91,10 @@ impl Engine for Box<dyn Engine> {
     #[inline]
     fn newest_send(&self) -> Option<Nanos> {
         (**self).newest_send()
+    }
+
+    fn oldest_idx(&self) -> Option<u32> {
+        (**self).oldest_idx()
     }
 
     fn needs_script(&self) -> bool {
@@ -128,14 +140,14 @@ impl SnapshotEngine {
 // a fixed-delay replay, callgrind).
 impl Engine for SnapshotEngine {
     #[inline(always)]
-    fn push(&mut self, samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, sample: &Sample, p: Packet, _at: Nanos) -> bool {
         let duplicate = self.buffer.offer(p) == Push::Duplicate;
         // A fixed delay has no controller to feed.
         if !duplicate
             && self.fixed_delay.is_none()
             && let Some(controller) = &mut self.controller
         {
-            controller.on_arrival(&samples[p.idx as usize]);
+            controller.on_arrival(sample);
         }
         duplicate
     }
@@ -169,5 +181,9 @@ impl Engine for SnapshotEngine {
     #[inline]
     fn newest_send(&self) -> Option<Nanos> {
         self.buffer.newest_send()
+    }
+
+    fn oldest_idx(&self) -> Option<u32> {
+        self.buffer.oldest_idx()
     }
 }

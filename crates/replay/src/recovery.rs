@@ -72,40 +72,80 @@ pub struct Spike {
 
 /// The spikes of a series of `(arrival, send)` times in arrival order, by `rule`.
 pub fn detect(packets: impl IntoIterator<Item = (Nanos, Nanos)>, rule: &SpikeRule) -> Vec<Spike> {
-    let rise = rule.rise.as_nanos() as f64;
-    let mut spikes = Vec::new();
-    let mut baseline: Option<f64> = None;
-    let mut prev_at: Option<Nanos> = None;
-    let mut open: Option<Spike> = None;
-    for (at, send) in packets {
+    let mut detector = Detector::new(*rule);
+    let mut spikes: Vec<Spike> = packets
+        .into_iter()
+        .filter_map(|(at, send)| detector.push(at, send))
+        .collect();
+    spikes.extend(detector.open());
+    spikes
+}
+
+/// [`detect`] one packet at a time, for a reader that never holds the whole series: each
+/// packet may close a spike, and one may be open at the end.
+#[derive(Clone, Debug)]
+pub struct Detector {
+    rule: SpikeRule,
+    rise: f64,
+    baseline: Option<f64>,
+    prev_at: Option<Nanos>,
+    open: Option<Spike>,
+}
+
+impl Detector {
+    /// A detector by `rule`, before any packet.
+    pub fn new(rule: SpikeRule) -> Self {
+        Self {
+            rise: rule.rise.as_nanos() as f64,
+            rule,
+            baseline: None,
+            prev_at: None,
+            open: None,
+        }
+    }
+
+    /// The next packet in arrival order; returns the spike it closes, if any.
+    pub fn push(&mut self, at: Nanos, send: Nanos) -> Option<Spike> {
+        let rise = self.rise;
         let transit = (at - send).as_nanos() as f64;
-        let base = *baseline.get_or_insert(transit);
+        let base = *self.baseline.get_or_insert(transit);
         let above = Nanos((transit - base).max(0.0) as i64);
-        if open.is_none()
-            && let Some(prev) = prev_at
-            && (transit - base > rise || at - prev > rule.gap)
+        if self.open.is_none()
+            && let Some(prev) = self.prev_at
+            && (transit - base > rise || at - prev > self.rule.gap)
         {
-            open = Some(Spike {
+            self.open = Some(Spike {
                 start: prev,
                 end: at,
                 peak: Nanos::ZERO,
             });
         }
-        match &mut open {
+        self.prev_at = Some(at);
+        match &mut self.open {
             Some(spike) => {
                 spike.peak = spike.peak.max(above);
                 spike.end = at;
                 if transit - base <= rise / 2.0 {
-                    spikes.push(*spike);
-                    open = None;
+                    return self.open.take();
                 }
+                None
             }
-            None => baseline = Some(base + (transit - base) / 16.0),
+            None => {
+                self.baseline = Some(base + (transit - base) / 16.0);
+                None
+            }
         }
-        prev_at = Some(at);
     }
-    spikes.extend(open);
-    spikes
+
+    /// The spike still open (it ends at the last arrival so far), if any.
+    pub fn open(&self) -> Option<Spike> {
+        self.open
+    }
+
+    /// The arrival of the last packet pushed.
+    pub fn last_arrival(&self) -> Option<Nanos> {
+        self.prev_at
+    }
 }
 
 /// One spike being followed through a replay.
@@ -178,6 +218,16 @@ impl Recovery {
             self.last_delay = Some(d);
             self.delays.push(f64::from(d.as_nanos() as f32 * 1e-6));
         }
+    }
+
+    /// How many of the stream's spikes this replay has reached.
+    pub(crate) fn spikes_reached(&self) -> usize {
+        self.next
+    }
+
+    /// The first `count` spikes (all reached) were dropped from the front of the list.
+    pub(crate) fn forget_spikes(&mut self, count: usize) {
+        self.next -= count;
     }
 
     /// Closes the replay: a spike still open is unrecovered; inflation is computed.

@@ -473,7 +473,7 @@ fn at_or_after(sends: &[Nanos], target: Nanos) -> usize {
 }
 
 impl Engine for ExecEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, _at: Nanos) -> bool {
         p.repeat.unwrap_or(false)
     }
 

@@ -229,7 +229,7 @@ impl FishNetEngine {
 }
 
 impl Engine for FishNetEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, _at: Nanos) -> bool {
         let tick = (p.send.as_secs_f64() * self.c.tick_rate).round() as i64;
         if self.last_tick.is_some_and(|t| tick <= t) {
             // Not newer than the last received: a repeat is a duplicate, older is stale.
@@ -333,17 +333,17 @@ mod tests {
     #[test]
     fn waits_for_two_goals_then_moves_one_tick_per_goal() {
         let mut e = FishNetEngine::new(&FishNetConfig::default());
-        e.push(&[], packet(0, 0), at(0.0));
-        e.push(&[], packet(1, 1), at(0.0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), at(0.0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(1, 1), at(0.0));
         // One goal is not enough to start.
         let mut one = FishNetEngine::new(&FishNetConfig::default());
-        one.push(&[], packet(0, 0), at(0.0));
+        one.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), at(0.0));
         assert_eq!(one.frame(at(0.0), at(0.0)).1.mode, Mode::Empty);
         // With two: goal 0 is shown at once and the move toward 1 starts.
         let (_, p) = e.frame(at(0.0), at(0.0));
         assert_eq!((p.from, p.to, p.mode), (Some(0), Some(1), Mode::Interpolate));
         assert_eq!(p.alpha(), 0.0);
-        e.push(&[], packet(2, 2), at(0.0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(2, 2), at(0.0));
         // Half a tick later: halfway.
         let (_, p) = e.frame(at(1.0 / 60.0), at(0.0));
         assert!((p.alpha() - 0.5).abs() < 1e-6, "{}", p.alpha());
@@ -361,28 +361,28 @@ mod tests {
     fn speeds_up_beyond_interp_plus_one_and_snaps_beyond_plus_three() {
         let mut e = FishNetEngine::new(&FishNetConfig::default());
         for i in 0..3 {
-            e.push(&[], packet(i, i64::from(i)), at(0.0));
+            e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(i, i64::from(i)), at(0.0));
         }
         e.frame(at(0.0), at(0.0)); // shows 0, moves to 1, 1 queued
         for i in 3..5 {
-            e.push(&[], packet(i, i64::from(i)), at(0.0));
+            e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(i, i64::from(i)), at(0.0));
         }
         // 3 queued is not more than 2 + 1: real speed.
         let (a, _) = e.frame(at(0.0), at(0.0));
         assert!(!a.scaled);
-        e.push(&[], packet(5, 5), at(0.0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(5, 5), at(0.0));
         // 4 queued > 2 + 1: 5 % faster.
         let (a, p) = e.frame(at(0.01), at(0.0));
         assert!(a.scaled);
         assert!((p.alpha() - 0.01 * 1.05 * 30.0).abs() < 1e-6, "{}", p.alpha());
         // Up to 5 queued is kept; the 6th triggers the trim to 2 and the snap.
-        e.push(&[], packet(6, 6), at(0.0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(6, 6), at(0.0));
         assert_eq!(e.queue.len(), 5);
-        e.push(&[], packet(7, 7), at(0.0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(7, 7), at(0.0));
         assert_eq!(e.queue.len(), 2);
         assert_eq!(e.shown.map(|g| g.idx), Some(5));
         // Stale ticks are dropped.
-        assert!(!e.push(&[], packet(8, 3), at(0.0)));
+        assert!(!e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(8, 3), at(0.0)));
         assert_eq!(e.counters().stale, 1);
     }
 }

@@ -166,7 +166,7 @@ impl GeckosEngine {
 }
 
 impl Engine for GeckosEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, at: Nanos) -> bool {
         // The snapshot is added when the frame processing it runs: its clock reading is `at`.
         let own = at - p.send;
         match self.offset {
@@ -250,8 +250,8 @@ mod tests {
     fn offset_comes_from_the_first_snapshot_only() {
         // Without auto-correction a slow second snapshot never moves the offset.
         let mut e = engine("geckos:server_fps=20,auto_correct=false");
-        e.push(&[], packet(0, 0), ms(40));
-        e.push(&[], packet(1, 50), ms(290));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), ms(40));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(1, 50), ms(290));
         assert_eq!(e.offset(), Some(ms(40)));
         // Render at 240: server time 240 − 40 − 150 = 50, the second snapshot exactly.
         let (applied, pick) = e.frame(ms(240), ms(240));
@@ -259,8 +259,8 @@ mod tests {
         assert_eq!(pick.from, Some(1));
         // Between the two: 215 − 40 − 150 = 25 → halfway.
         let mut e = engine("geckos:server_fps=20,auto_correct=false");
-        e.push(&[], packet(0, 0), ms(40));
-        e.push(&[], packet(1, 50), ms(90));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), ms(40));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(1, 50), ms(90));
         let (_, pick) = e.frame(ms(215), ms(215));
         assert_eq!(pick.mode, Mode::Interpolate);
         assert!((pick.alpha() - 0.5).abs() < 1e-9);
@@ -269,10 +269,10 @@ mod tests {
     #[test]
     fn auto_correct_retakes_the_offset_beyond_50ms() {
         let mut e = engine("geckos:server_fps=20");
-        e.push(&[], packet(0, 0), ms(40));
-        e.push(&[], packet(1, 50), ms(140)); // own offset 90: 50 away, not beyond
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), ms(40));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(1, 50), ms(140)); // own offset 90: 50 away, not beyond
         assert_eq!(e.offset(), Some(ms(40)));
-        e.push(&[], packet(2, 100), ms(191)); // 91: 51 away
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(2, 100), ms(191)); // 91: 51 away
         assert_eq!(e.offset(), Some(ms(91)));
         // The target steps back; the vault still has the pair behind it.
         let (_, pick) = e.frame(ms(316), ms(316)); // 316 − 91 − 150 = 75
@@ -282,12 +282,12 @@ mod tests {
     #[test]
     fn nothing_newer_is_a_hold_and_the_vault_holds_120() {
         let mut e = engine("geckos");
-        e.push(&[], packet(0, 0), ms(10));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), ms(10));
         let (_, pick) = e.frame(ms(500), ms(500));
         assert_eq!(pick.hold, Some(HoldReason::AfterNewest));
         let mut e = engine("geckos");
         for i in 0..130 {
-            e.push(&[], packet(i, i64::from(i) * 10), ms(i64::from(i) * 10 + 5));
+            e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(i, i64::from(i) * 10), ms(i64::from(i) * 10 + 5));
         }
         assert_eq!(e.vault.len(), 120);
         assert_eq!(e.vault.oldest(), Some(ms(100)));

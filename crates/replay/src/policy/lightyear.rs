@@ -242,9 +242,9 @@ impl LightyearEngine {
 }
 
 impl Engine for LightyearEngine {
-    fn push(&mut self, samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, s: &Sample, p: Packet, _at: Nanos) -> bool {
         let duplicate = self.vault.add(p);
-        if !duplicate && let Some(s) = samples.get(p.idx as usize) {
+        if !duplicate {
             self.jitter.push(s.send, s.arrival, true);
             self.interval.observe(s);
         }
@@ -303,7 +303,7 @@ mod tests {
         for f in 0..120 {
             let at = ms(f * 16);
             for s in samples.iter().filter(|s| s.arrival <= at && s.arrival > at - ms(16)) {
-                e.push(&samples, Packet::of(&samples, s.seq as u32), at);
+                e.push(s, Packet::of(&samples, s.seq as u32), at);
             }
             last = Some(e.frame(at, at).0);
         }

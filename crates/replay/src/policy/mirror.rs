@@ -116,7 +116,7 @@ impl MirrorEngine {
 }
 
 impl Engine for MirrorEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, at: Nanos) -> bool {
         // Mirror stamps a snapshot with the start of the frame that processes it.
         let snap = Snap {
             remote: secs(p.send),

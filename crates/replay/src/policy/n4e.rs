@@ -267,7 +267,7 @@ impl N4eEngine {
 }
 
 impl Engine for N4eEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, at: Nanos) -> bool {
         let duplicate = self.vault.add(p);
         if !duplicate {
             let tick = (p.send.as_secs_f64() * self.c.simulation_tick_rate).round() as i64;
@@ -361,7 +361,7 @@ mod tests {
                 .iter()
                 .filter(|s| s.arrival <= at && s.arrival > at - Nanos::from_secs_f64(1.0 / 60.0))
             {
-                e.push(&samples, Packet::of(&samples, s.seq as u32), at);
+                e.push(s, Packet::of(&samples, s.seq as u32), at);
             }
             applied = Some(e.frame(at, at - Nanos::from_millis(40)).0);
         }

@@ -66,7 +66,7 @@ impl NgoEngine {
 }
 
 impl Engine for NgoEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, _at: Nanos) -> bool {
         let item = Item {
             idx: p.idx,
             sent: secs(p.send),

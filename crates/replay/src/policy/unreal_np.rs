@@ -173,7 +173,7 @@ impl UnrealNpEngine {
 }
 
 impl Engine for UnrealNpEngine {
-    fn push(&mut self, _samples: &[Sample], p: Packet, _at: Nanos) -> bool {
+    fn push(&mut self, _sample: &Sample, p: Packet, _at: Nanos) -> bool {
         self.vault.add(p)
     }
 
@@ -239,7 +239,7 @@ mod tests {
         // 32 states (the buffer's size) every 10 ms arrive at once: the timeline starts at
         // the oldest, 310 ms behind the head.
         for i in 0..32 {
-            e.push(&[], packet(i, i64::from(i) * 10), ms(0));
+            e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(i, i64::from(i) * 10), ms(0));
         }
         let frames = run(&mut e, 0, 2000);
         // The first frame (dt 0) starts catching up; each later frame moves 15 ms.
@@ -258,14 +258,14 @@ mod tests {
     fn no_catch_up_at_300ms_behind_and_a_snap_beyond_500ms() {
         let mut e = UnrealNpEngine::new(&UnrealNpConfig::default());
         for i in 0..=30 {
-            e.push(&[], packet(i, i64::from(i) * 10), ms(0));
+            e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(i, i64::from(i) * 10), ms(0));
         }
         let frames = run(&mut e, 0, 50);
         assert!(frames.iter().all(|(_, a)| !a.scaled), "exactly 300 ms is not beyond");
         assert_eq!(frames[5].1.target, ms(50));
         // A burst takes the head to 600 ms: 550 behind → snap to 590, no catch-up needed.
         for i in 31..=60 {
-            e.push(&[], packet(i, i64::from(i) * 10), ms(50));
+            e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(i, i64::from(i) * 10), ms(50));
         }
         let (a, _) = e.frame(ms(60), ms(60));
         assert_eq!(a.target, ms(600));
@@ -275,13 +275,13 @@ mod tests {
     #[test]
     fn waits_for_a_state_50ms_past_the_head() {
         let mut e = UnrealNpEngine::new(&UnrealNpConfig::default());
-        e.push(&[], packet(0, 0), ms(0));
-        e.push(&[], packet(1, 20), ms(0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(0, 0), ms(0));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(1, 20), ms(0));
         let frames = run(&mut e, 0, 40);
         assert_eq!(frames[3].1.target, ms(20)); // reached the head at 20: wait until 70 arrives
-        e.push(&[], packet(2, 60), ms(40));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(2, 60), ms(40));
         assert_eq!(e.frame(ms(50), ms(50)).0.target, ms(20));
-        e.push(&[], packet(3, 70), ms(50));
+        e.push(&Sample::new(0, 0, Nanos::ZERO, Nanos::ZERO), packet(3, 70), ms(50));
         assert_eq!(e.frame(ms(60), ms(60)).0.target, ms(30));
     }
 }

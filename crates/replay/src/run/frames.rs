@@ -37,6 +37,8 @@ enum FrameTimes<'a> {
         count: u64,
     },
     List(std::slice::Iter<'a, Nanos>),
+    /// A list shared with a streaming replay's other streams: the times, the next one.
+    Shared(std::sync::Arc<[Nanos]>, usize),
     Hitchy {
         at: Nanos,
         end: Nanos,
@@ -67,6 +69,11 @@ impl Iterator for FrameTimes<'_> {
                 Some(at)
             }
             Self::List(it) => it.next().copied(),
+            Self::Shared(times, next) => {
+                let at = times.get(*next).copied();
+                *next += 1;
+                at
+            }
             Self::Hitchy {
                 at,
                 end,
@@ -212,6 +219,76 @@ fn frame_times<'f>(
             hitch: *hitch,
             rng: jitterlab_capture::rng::Rng::new(*seed),
         },
+    }
+}
+
+/// Frames of a stream still being read (its last arrival unknown): they go on until the
+/// stream ends, and [`renders`] says which of them a policy renders once it has.
+pub(super) struct OpenFrames {
+    times: FrameTimes<'static>,
+    /// The next frame, and its number.
+    next: Option<Nanos>,
+    k: u64,
+}
+
+impl OpenFrames {
+    /// The frames of `frames` (its times in `list` when it lists them) for a stream whose
+    /// first arrival is `first`.
+    pub(super) fn new(frames: &FrameClock, list: &std::sync::Arc<[Nanos]>, first: Nanos) -> Self {
+        let mut times = match frames {
+            FrameClock::Fps(fps) => FrameTimes::Regular {
+                first,
+                period: 1e9 / fps,
+                k: 0,
+                count: u64::MAX,
+            },
+            FrameClock::At(_) => FrameTimes::Shared(list.clone(), 0),
+            FrameClock::Hitches {
+                fps,
+                chance,
+                hitch,
+                seed,
+            } => FrameTimes::Hitchy {
+                at: first,
+                end: Nanos::MAX,
+                period: Nanos::from_secs_f64(1.0 / fps),
+                chance: *chance,
+                hitch: *hitch,
+                rng: jitterlab_capture::rng::Rng::new(*seed),
+            },
+        };
+        let next = times.next();
+        Self { times, next, k: 0 }
+    }
+
+    /// The next frame's time and number, if any.
+    #[inline]
+    pub(super) fn peek(&self) -> Option<(Nanos, u64)> {
+        self.next.map(|at| (at, self.k))
+    }
+
+    /// Moves to the frame after the one [`Self::peek`] gave.
+    #[inline]
+    pub(super) fn advance(&mut self) {
+        self.next = self.times.next();
+        self.k += 1;
+    }
+}
+
+/// Whether frame `k`, at local time `at`, is among the frames `frames` renders for a policy
+/// whose delay is at most `max_delay` over arrivals from `first` to `last` (what
+/// [`LiveFrames`] renders, frame for frame).
+pub(super) fn renders(
+    frames: &FrameClock,
+    (first, last): (Nanos, Nanos),
+    max_delay: Nanos,
+    k: u64,
+    at: Nanos,
+) -> bool {
+    match frames {
+        FrameClock::Fps(fps) => k < regular_count(first, last, max_delay, 1e9 / fps),
+        FrameClock::At(times) => (k as usize) < times.len(),
+        FrameClock::Hitches { fps, .. } => at <= hitchy_end(last, max_delay, *fps),
     }
 }
 

@@ -1,13 +1,78 @@
 //! One replay's state in the replay loop: its engine and what it has measured so far, and the
 //! frame it reports.
 
+use std::collections::VecDeque;
+
 use jitterlab_capture::Nanos;
+use jitterlab_capture::decode::Sample;
 
 use super::prepare::Prepared;
-use super::reference::{Recent, Shown, correction};
+use super::reference::{Recent, ReferenceTrack, Shown, correction};
 use crate::buffer::{HoldReason, Mode, Packet};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
+use crate::recovery::Spike;
+
+/// What a lane reads of its stream: a whole [`Prepared`] stream, or the window of one that a
+/// streaming replay keeps ([`super::streaming`]), where a frame's error and recovery wait
+/// until the reference and the spikes around it are final.
+pub(super) trait Source {
+    /// Error and recovery are deferred ([`Lane::settle`]); there are no per-frame callbacks.
+    const STREAMING: bool;
+    /// Sample `idx` of the stream (still held, for a window).
+    fn sample(&self, idx: u32) -> &Sample;
+    /// The error reference.
+    fn reference(&self) -> &ReferenceTrack;
+    /// The first rotation channel, if any.
+    fn rotation(&self) -> Option<usize>;
+    /// Whether samples `from` and `to` are neighbours in the reference, as themselves (the
+    /// zero-error shortcut; never for a stream still being read).
+    fn adjacent_in_reference(&self, from: u32, to: u32) -> bool;
+    /// The stream's spikes (those closed so far, for a stream still being read).
+    fn spikes(&self) -> &[Spike];
+}
+
+impl Source for Prepared<'_> {
+    const STREAMING: bool = false;
+
+    #[inline(always)]
+    fn sample(&self, idx: u32) -> &Sample {
+        &self.samples[idx as usize]
+    }
+
+    #[inline(always)]
+    fn reference(&self) -> &ReferenceTrack {
+        &self.reference
+    }
+
+    #[inline(always)]
+    fn rotation(&self) -> Option<usize> {
+        self.rotation
+    }
+
+    #[inline(always)]
+    fn adjacent_in_reference(&self, from: u32, to: u32) -> bool {
+        let at = self.ref_pos[from as usize];
+        at != u32::MAX && self.ref_pos[to as usize] == at + 1
+    }
+
+    #[inline(always)]
+    fn spikes(&self) -> &[Spike] {
+        &self.spikes
+    }
+}
+
+/// A streaming lane's frames whose error or recovery is not yet known, in frame order.
+#[derive(Default)]
+pub(super) struct Deferred {
+    /// (target, how many shown values, counted: not a startup frame) per frame with
+    /// something shown.
+    errors: VecDeque<(Nanos, u32, bool)>,
+    /// The shown values of those frames, end to end.
+    values: VecDeque<f64>,
+    /// (local time, display delay, held) per frame after startup.
+    recovery: VecDeque<(Nanos, Option<Nanos>, bool)>,
+}
 
 /// One rendered frame: what the player saw.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,12 +132,28 @@ pub(super) struct Lane<E> {
     /// as the reference's; Mirror and NGO compute their own in seconds.
     exact_alpha: bool,
     stream_id: u32,
+    deferred: Deferred,
 }
 
 impl<E: Engine> Lane<E> {
     pub(super) fn new(prepared: &Prepared<'_>, exact_alpha: bool, engine: E) -> Self {
+        Self::of_stream(
+            prepared.samples[0].stream,
+            prepared.reference_kind,
+            exact_alpha,
+            engine,
+        )
+    }
+
+    /// A lane for stream `stream_id`, its error measured against `reference`.
+    pub(super) fn of_stream(
+        stream_id: u32,
+        reference: Option<crate::metrics::Reference>,
+        exact_alpha: bool,
+        engine: E,
+    ) -> Self {
         let mut metrics = Metrics::default();
-        metrics.reference = prepared.reference_kind;
+        metrics.reference = reference;
         Self {
             engine,
             metrics,
@@ -82,21 +163,26 @@ impl<E: Engine> Lane<E> {
             started: false,
             zero_errors: 0,
             exact_alpha,
-            stream_id: prepared.samples[0].stream,
+            stream_id,
+            deferred: Deferred::default(),
         }
     }
 
     /// A packet, processed in the frame at local time `at`.
     #[inline(always)]
-    pub(super) fn packet(&mut self, prepared: &Prepared<'_>, packet: Packet, at: Nanos) {
-        let samples = prepared.samples;
-        let duplicate = self.engine.push(samples, packet, at);
+    pub(super) fn packet<S: Source>(&mut self, source: &S, packet: Packet, at: Nanos) {
+        let duplicate = self.engine.push(source.sample(packet.idx), packet, at);
         self.metrics.packets += 1;
         // A sample for a moment already displayed: how far off was what was shown then?
         if !duplicate
             && let Some(last) = self.prev_target
             && packet.send < last
-            && let Some(d) = correction(samples, &self.recent, &prepared.reference, packet.idx)
+            && let Some(d) = correction(
+                |i| source.sample(i),
+                &self.recent,
+                source.reference(),
+                packet.idx,
+            )
         {
             self.metrics.correction.add(d);
         }
@@ -104,16 +190,15 @@ impl<E: Engine> Lane<E> {
 
     /// The frame at local time `at`, whose clock offset is `offset`.
     #[inline(always)]
-    pub(super) fn frame<const FRAMES: bool>(
+    pub(super) fn frame<const FRAMES: bool, S: Source>(
         &mut self,
-        prepared: &Prepared<'_>,
+        source: &S,
         at: Nanos,
         offset: Nanos,
         value: &mut Vec<f64>,
         on_frame: &mut impl FnMut(&Frame<'_>),
     ) {
-        let samples = prepared.samples;
-        let reference = &prepared.reference;
+        let reference = source.reference();
         let metrics = &mut self.metrics;
         let (applied, pick) = self.engine.frame(at, at + offset);
         let target = applied.target;
@@ -137,10 +222,10 @@ impl<E: Engine> Lane<E> {
             let alpha = pick.alpha();
             value.clear();
             if let Some(from) = pick.from {
-                let a = &samples[from as usize];
+                let a = source.sample(from);
                 match pick.to {
                     Some(to) => {
-                        let b = &samples[to as usize];
+                        let b = source.sample(to);
                         // C7: value = a + (b − a)·alpha, per channel.
                         value.extend(
                             a.values
@@ -149,7 +234,7 @@ impl<E: Engine> Lane<E> {
                                 .map(|(x, y)| x + (y - x) * alpha),
                         );
                         // C14: rotation by slerp, not by a linear blend.
-                        if let Some(r) = prepared.rotation
+                        if let Some(r) = source.rotation()
                             && r + 4 <= value.len()
                         {
                             let q = |v: &[f64]| [v[r], v[r + 1], v[r + 2], v[r + 3]];
@@ -167,6 +252,9 @@ impl<E: Engine> Lane<E> {
             } else {
                 None
             }
+        } else if S::STREAMING {
+            // Deferred: `settle` measures it once the reference around the target is final.
+            None
         } else {
             match (pick.from, pick.to) {
                 // Interpolating strictly inside a pair that is adjacent in the reference: the
@@ -176,8 +264,7 @@ impl<E: Engine> Lane<E> {
                 (Some(from), Some(to))
                     if self.exact_alpha
                         && pick.factor.below_one()
-                        && prepared.ref_pos[from as usize] != u32::MAX
-                        && prepared.ref_pos[to as usize] == prepared.ref_pos[from as usize] + 1 =>
+                        && source.adjacent_in_reference(from, to) =>
                 {
                     // Counted in bulk at the end (interpolated frames are never startup
                     // frames, and adding zeros in any order leaves the sum as it is).
@@ -187,18 +274,38 @@ impl<E: Engine> Lane<E> {
                 (Some(from), Some(to)) => reference.error_at(
                     &mut self.cursor,
                     target,
-                    &samples[from as usize].values,
-                    Some((&samples[to as usize].values, pick.alpha())),
+                    &source.sample(from).values,
+                    Some((&source.sample(to).values, pick.alpha())),
                 ),
-                (Some(from), None) => reference.error_at(
-                    &mut self.cursor,
-                    target,
-                    &samples[from as usize].values,
-                    None,
-                ),
+                (Some(from), None) => {
+                    reference.error_at(&mut self.cursor, target, &source.sample(from).values, None)
+                }
                 _ => None,
             }
         };
+        if S::STREAMING
+            && let Some(from) = pick.from
+        {
+            // What was shown, channel by channel as the reference measures it (the products
+            // `error_at` forms from the pair), measured once the reference is final around the
+            // target. Startup frames too: measuring moves the reference cursor, as in the
+            // frame-by-frame replay.
+            let deferred = &mut self.deferred;
+            let a = &source.sample(from).values;
+            let before = deferred.values.len();
+            match pick.to {
+                Some(to) => {
+                    let alpha = pick.alpha();
+                    let b = &source.sample(to).values;
+                    deferred
+                        .values
+                        .extend(a.iter().zip(b).map(|(x, y)| x + (y - x) * alpha));
+                }
+                None => deferred.values.extend(a.iter().copied()),
+            }
+            let n = (deferred.values.len() - before) as u32;
+            deferred.errors.push_back((target, n, !startup));
+        }
         let shown_delay = pick.shown.map(|s| at + offset - s);
         metrics.frame(pick.mode, pick.hold, startup);
         if !startup {
@@ -212,12 +319,17 @@ impl<E: Engine> Lane<E> {
                 // are 0.8 % wide, and a division per frame is a long stall.
                 metrics.delay_ms.add(d.as_nanos() as f64 * 1e-6);
             }
-            if let Some(e) = error {
-                metrics.error.add(e);
+            let held = pick.mode == Mode::Hold;
+            if S::STREAMING {
+                self.deferred.recovery.push_back((at, shown_delay, held));
+            } else {
+                if let Some(e) = error {
+                    metrics.error.add(e);
+                }
+                metrics
+                    .recovery
+                    .frame(source.spikes(), at, shown_delay, held);
             }
-            metrics
-                .recovery
-                .frame(&prepared.spikes, at, shown_delay, pick.mode == Mode::Hold);
         }
         if FRAMES {
             on_frame(&Frame {
@@ -244,11 +356,91 @@ impl<E: Engine> Lane<E> {
     }
 
     /// The metrics, once the frames are over.
-    pub(super) fn finish(mut self, prepared: &Prepared<'_>) -> Metrics {
+    pub(super) fn finish(self, prepared: &Prepared<'_>) -> Metrics {
+        self.finish_with(prepared.arrivals.len() as u64)
+    }
+
+    /// The metrics, once the frames are over, of a stream of `arrivals` packets.
+    pub(super) fn finish_with(mut self, arrivals: u64) -> Metrics {
         self.metrics.error.add_zeros(self.zero_errors);
         self.metrics.recovery.finish();
         self.metrics.counters = self.engine.counters();
-        self.metrics.pending = prepared.arrivals.len() as u64 - self.metrics.packets;
+        self.metrics.pending = arrivals - self.metrics.packets;
         self.metrics
+    }
+
+    /// Streaming: measures the deferred errors of frames whose target is before `errors_before`
+    /// against `reference` (final that far), and the deferred recovery of frames rendered
+    /// before `recovery_before` against `spikes` (every spike that starts by then, closed), in
+    /// frame order.
+    pub(super) fn settle(
+        &mut self,
+        reference: &ReferenceTrack,
+        errors_before: Nanos,
+        spikes: &[Spike],
+        recovery_before: Nanos,
+    ) {
+        let deferred = &mut self.deferred;
+        while let Some(&(target, n, counted)) = deferred.errors.front()
+            && target < errors_before
+        {
+            deferred.errors.pop_front();
+            let n = n as usize;
+            let (head, tail) = deferred.values.as_slices();
+            let e = if head.len() >= n {
+                reference.error_at(&mut self.cursor, target, &head[..n], None)
+            } else {
+                let shown: Vec<f64> = head.iter().chain(tail).take(n).copied().collect();
+                reference.error_at(&mut self.cursor, target, &shown, None)
+            };
+            deferred.values.drain(..n);
+            if let Some(e) = e
+                && counted
+            {
+                self.metrics.error.add(e);
+            }
+        }
+        while let Some(&(at, delay, held)) = deferred.recovery.front()
+            && at < recovery_before
+        {
+            deferred.recovery.pop_front();
+            self.metrics.recovery.frame(spikes, at, delay, held);
+        }
+    }
+
+    /// Where this lane last read the reference (entries before it are never read again).
+    pub(super) fn reference_cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// The first `count` reference entries were dropped.
+    pub(super) fn forget_reference(&mut self, count: usize) {
+        self.cursor -= count;
+    }
+
+    /// How many spikes this lane's recovery has reached.
+    pub(super) fn spikes_reached(&self) -> usize {
+        self.metrics.recovery.spikes_reached()
+    }
+
+    /// The first `count` spikes were dropped.
+    pub(super) fn forget_spikes(&mut self, count: usize) {
+        self.metrics.recovery.forget_spikes(count);
+    }
+
+    /// The lowest sample index this lane may still read: its engine's oldest held sample and
+    /// the recent frames a correction distance looks back to.
+    pub(super) fn oldest_idx(&self) -> Option<u32> {
+        let held = self.engine.oldest_idx();
+        let recent = self.recent.oldest_idx();
+        match (held, recent) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether every deferred frame is settled.
+    pub(super) fn settled(&self) -> bool {
+        self.deferred.errors.is_empty() && self.deferred.recovery.is_empty()
     }
 }

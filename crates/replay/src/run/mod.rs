@@ -11,11 +11,13 @@ mod frames;
 mod lane;
 mod prepare;
 mod reference;
+mod streaming;
 mod trace;
 
 pub use frames::{FrameClock, FramePlan};
 pub use lane::Frame;
 pub use prepare::{Prepared, Stream};
+pub use streaming::{HORIZON, StreamedStream, StreamingReplay, Unstreamable};
 pub use trace::{StreamPlayout, TracePlayout, TraceReplay};
 use trace::{playout_trace, replay_trace};
 
@@ -421,7 +423,7 @@ fn run_engine<const FRAMES: bool, E: Engine, F: FrameSource>(
             next += 1;
         }
         let offset = source.offset(at);
-        lane.frame::<FRAMES>(prepared, at, offset, &mut value, on_frame);
+        lane.frame::<FRAMES, _>(prepared, at, offset, &mut value, on_frame);
     }
     lane.finish(prepared)
 }
@@ -453,7 +455,7 @@ fn run_lanes<E: Engine>(
         }
         for (lane, n) in &mut lanes {
             if i < *n {
-                lane.frame::<false>(prepared, at, offset, &mut value, &mut |_| {});
+                lane.frame::<false, _>(prepared, at, offset, &mut value, &mut |_| {});
             }
         }
     }

@@ -48,6 +48,91 @@ impl ReferenceTrack {
         self.sends.is_empty()
     }
 
+    /// An empty reference over `channels` of streams `width` values wide, for a reader that
+    /// inserts its points as they come ([`Self::insert`]).
+    pub(super) fn empty(channels: Vec<usize>) -> Self {
+        Self {
+            sends: Vec::new(),
+            seqs: Vec::new(),
+            values: Vec::new(),
+            width: channels.len(),
+            contiguous: channels.iter().enumerate().all(|(k, &c)| k == c),
+            channels,
+        }
+    }
+
+    /// Adds `s` as [`Self::new`] would have placed it among the points so far (by send time,
+    /// then sequence number, after equal ones; the first of neighbours with one sequence
+    /// number kept). Says where it went.
+    pub(super) fn insert(&mut self, s: &Sample) -> Placed {
+        if s.values.is_empty() {
+            return Placed::NoValues;
+        }
+        let key = (s.send, s.seq);
+        let n = self.sends.len();
+        // Almost always at the end: points come in send order.
+        let at = if n == 0 || (self.sends[n - 1], self.seqs[n - 1]) <= key {
+            n
+        } else {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if (self.sends[mid], self.seqs[mid]) <= key {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        if at > 0 && self.seqs[at - 1] == s.seq {
+            return Placed::Repeat {
+                same_send: self.sends[at - 1] == s.send,
+            };
+        }
+        let w = self.width;
+        let row = self
+            .channels
+            .iter()
+            .map(|&i| s.values.get(i).copied().unwrap_or(0.0));
+        if at < n && self.seqs[at] == s.seq {
+            // It now leads its run of one sequence number: it replaces the old lead.
+            self.sends[at] = s.send;
+            for (slot, v) in self.values[at * w..(at + 1) * w].iter_mut().zip(row) {
+                *slot = v;
+            }
+            return Placed::Replaced(at);
+        } else if at == n {
+            self.sends.push(s.send);
+            self.seqs.push(s.seq);
+            self.values.extend(row);
+        } else {
+            self.sends.insert(at, s.send);
+            self.seqs.insert(at, s.seq);
+            let row: Vec<f64> = row.collect();
+            self.values.splice(at * w..at * w, row);
+        }
+        Placed::At(at)
+    }
+
+    /// Drops the first `count` points.
+    pub(super) fn forget(&mut self, count: usize) {
+        self.sends.drain(..count);
+        self.seqs.drain(..count);
+        self.values.drain(..count * self.width);
+    }
+
+    /// How many points.
+    pub(super) fn len(&self) -> usize {
+        self.sends.len()
+    }
+
+    /// The send time of the latest point before `t`, if any.
+    pub(super) fn last_before(&self, t: Nanos) -> Option<Nanos> {
+        let i = self.sends.partition_point(|&s| s < t);
+        i.checked_sub(1).map(|i| self.sends[i])
+    }
+
     /// For each sample, its index in the reference when the reference holds exactly it (same
     /// sequence number, send time and error-channel values), else `u32::MAX`.
     pub(super) fn positions(&self, samples: &[Sample]) -> Vec<u32> {
@@ -151,6 +236,20 @@ impl ReferenceTrack {
     }
 }
 
+/// Where [`ReferenceTrack::insert`] put a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Placed {
+    /// A new point at this position.
+    At(usize),
+    /// In place of the point at this position, which had its sequence number and a later send
+    /// time.
+    Replaced(usize),
+    /// Left out: the point before it has its sequence number (sent at the same time, or not).
+    Repeat { same_send: bool },
+    /// Left out: it has no values.
+    NoValues,
+}
+
 /// What one recent frame showed: enough to recompute its value for a correction distance.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Shown {
@@ -186,6 +285,16 @@ impl Recent {
         self.written += 1;
     }
 
+    /// The lowest sample index the frames kept name, if any.
+    pub(super) fn oldest_idx(&self) -> Option<u32> {
+        let kept = self.written.min(RECENT_LEN);
+        self.frames[..kept]
+            .iter()
+            .flat_map(|f| [f.from, f.to])
+            .filter(|&i| i != u32::MAX)
+            .min()
+    }
+
     /// The newest frame whose target is at or before `t`.
     fn at_or_before(&self, t: Nanos) -> Option<Shown> {
         let oldest = self.written.saturating_sub(RECENT_LEN);
@@ -203,20 +312,21 @@ impl Recent {
 
 /// The distance between what the last frame at or before sample `idx`'s send time showed and
 /// the sample itself, over the error channels: how far a late sample corrects the display.
-pub(super) fn correction(
-    samples: &[Sample],
+/// `sample` gives a sample by its index.
+pub(super) fn correction<'s>(
+    sample: impl Fn(u32) -> &'s Sample,
     recent: &Recent,
     reference: &ReferenceTrack,
     idx: u32,
 ) -> Option<f64> {
-    let s = &samples[idx as usize];
+    let s = sample(idx);
     let f = recent.at_or_before(s.send)?;
     let (from, to, alpha) = (f.from, f.to, f.factor.get());
     if from == u32::MAX {
         return None;
     }
-    let a = &samples[from as usize].values;
-    let b = (to != u32::MAX).then(|| &samples[to as usize].values);
+    let a = &sample(from).values;
+    let b = (to != u32::MAX).then(|| &sample(to).values);
     let (channels, w) = (&reference.channels, reference.width);
     // Fast path: the error channels are the first `w` values of all three (the same sum in
     // the same order as below).

@@ -1,0 +1,734 @@
+//! One streaming pass: a trace's samples replayed as they are read, every stream through
+//! every policy side by side, holding per stream only its window and not the stream.
+//!
+//! A replay of a whole prepared stream ([`super::Prepared`]) reads three things a reader in
+//! arrival order does not have yet: the error reference around a frame's target (samples
+//! still in flight, or ground truth not yet read), the spikes of the network delay series
+//! (a spike starts at the packet *before* the one that shows it, and its end is known when
+//! it closes), and how long the frames go on (until the last arrival plus the delay). So:
+//!
+//! - the engines and every figure but error and recovery run as the samples come;
+//! - a frame's shown values wait (copied, a few floats) until the reference is final around
+//!   its target: some point after the target was sent well before the newest point read
+//!   (the *horizon*, at least [`HORIZON`], or twice the most a point was overtaken by one
+//!   sent after it, whichever is more); a frame's recovery inputs wait until the spike
+//!   detector has seen a packet after the frame and no spike is open that started before it;
+//! - the samples a pick may still name are kept (the engine's oldest held one and the recent
+//!   frames a correction distance looks back at); the rest are dropped;
+//! - at the end of the trace every stream renders its remaining frames, per policy as far as
+//!   that policy's delay reaches.
+//!
+//! The figures are the in-memory path's, bit for bit. Where a trace breaks an assumption the
+//! pass relies on (records of a stream out of arrival order, a point read later than the
+//! horizon allows, ground truth that starts after errors were measured without it), the
+//! pass says so ([`Unstreamable`]) instead of giving other figures, and the caller replays
+//! the trace in memory.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use jitterlab_capture::Nanos;
+use jitterlab_capture::decode::{Sample, SampleSink, StreamInfo};
+
+use super::frames::{OpenFrames, renders};
+use super::lane::{Lane, Source};
+use super::reference::{Placed, ReferenceTrack};
+use super::{FrameClock, Stream};
+use crate::buffer::{Packet, SeqWindow};
+use crate::clock::{ClockMapping, OnlineClock};
+use crate::engine::{Engine, SnapshotEngine};
+use crate::metrics::{Metrics, Reference};
+use crate::policy::{Built, Policy};
+use crate::recovery::{Detector, Spike, SpikeRule};
+
+/// The least horizon (sender clock) a frame's error waits for: a point sent this much before
+/// the newest point read is final.
+pub const HORIZON: Nanos = Nanos::from_millis(2000);
+
+/// Samples read between two trims of a stream's window.
+const TRIM_EVERY: u64 = 1024;
+
+/// Why a trace cannot be replayed in one pass with the in-memory path's figures.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unstreamable {
+    /// The frame clock or clock mapping needs the whole stream.
+    #[error("the clock mapping `hindsight` needs every stream whole")]
+    Hindsight,
+    /// A policy cannot run in a streaming pass.
+    #[error("policy {policy} {why}")]
+    Policy {
+        /// The policy.
+        policy: String,
+        /// Why not.
+        why: &'static str,
+    },
+    /// The trace broke an assumption the pass relies on.
+    #[error("stream {stream}: {why}")]
+    Trace {
+        /// The stream, as the reader numbered it.
+        stream: u32,
+        /// What happened.
+        why: String,
+    },
+}
+
+/// What a streaming replay gives per stream (as the reader numbered it): its received
+/// samples and, per policy in order, the metrics.
+#[derive(Clone, Debug)]
+pub struct StreamedStream {
+    /// The stream's number as the reader gave it ([`Sample::stream`] before renumbering).
+    pub stream: u32,
+    /// Its value channel names, as they were when its first sample was read.
+    pub channels: Vec<String>,
+    /// Received samples.
+    pub packets: u64,
+    /// Per policy, the metrics.
+    pub metrics: Vec<Metrics>,
+}
+
+/// Replays every stream of a trace through several policies in one pass, as the trace is
+/// read ([`SampleSink`]): see the module documentation.
+pub struct StreamingReplay {
+    frames: FrameClock,
+    list: Arc<[Nanos]>,
+    constant_offset: Option<Nanos>,
+    policies: Vec<Policy>,
+    /// By the reader's stream number.
+    streams: Vec<Option<Box<Live>>>,
+    broken: Option<Unstreamable>,
+    horizon: Nanos,
+    trim_every: u64,
+}
+
+impl std::fmt::Debug for StreamingReplay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamingReplay")
+            .field("frames", &self.frames)
+            .field("policies", &self.policies.len())
+            .field("streams", &self.streams.len())
+            .field("broken", &self.broken)
+            .finish()
+    }
+}
+
+impl StreamingReplay {
+    /// A pass replaying through each of `policies`, rendering frames by `frames` with the
+    /// clock mapping `clock`.
+    ///
+    /// # Errors
+    /// [`Unstreamable`] for what needs the whole stream: the `hindsight` mapping, a policy
+    /// that answers in batches over the whole replay (`exec:`), or one that only plays
+    /// discrete frames; [`crate::Error`] for an invalid frame clock (given as the
+    /// `Unstreamable::Policy` of no policy).
+    pub fn new(
+        frames: &FrameClock,
+        clock: ClockMapping,
+        policies: &[Policy],
+    ) -> Result<Self, Unstreamable> {
+        let constant_offset = match clock {
+            ClockMapping::Hindsight => return Err(Unstreamable::Hindsight),
+            ClockMapping::Fixed(o) => Some(o),
+            ClockMapping::Estimated => None,
+        };
+        for policy in policies {
+            Self::check(policy)?;
+        }
+        let list: Arc<[Nanos]> = match frames {
+            FrameClock::At(times) => times.as_slice().into(),
+            _ => Arc::from(Vec::new()),
+        };
+        Ok(Self {
+            frames: frames.clone(),
+            list,
+            constant_offset,
+            policies: policies.to_vec(),
+            streams: Vec::new(),
+            broken: None,
+            horizon: HORIZON,
+            trim_every: TRIM_EVERY,
+        })
+    }
+
+    /// The least horizon a frame's error waits for (default [`HORIZON`]): shorter holds
+    /// fewer frames, and gives up ([`Unstreamable`]) on more traces.
+    pub fn horizon(mut self, horizon: Nanos) -> Self {
+        self.horizon = horizon.max(Nanos::ZERO);
+        self
+    }
+
+    /// Samples read between two trims of a stream's window (default 1,024); tests trim at
+    /// every sample.
+    #[doc(hidden)]
+    pub fn trim_every(mut self, samples: u64) -> Self {
+        self.trim_every = samples.max(1);
+        self
+    }
+
+    /// Whether `policy` can run in a streaming pass.
+    ///
+    /// # Errors
+    /// It cannot, and why.
+    pub fn check(policy: &Policy) -> Result<(), Unstreamable> {
+        let refuse = |why| {
+            Err(Unstreamable::Policy {
+                policy: policy.to_string(),
+                why,
+            })
+        };
+        if policy.playout_only() {
+            return refuse("only plays discrete frames");
+        }
+        if let Built::Own(engine) = policy.engine()
+            && engine.needs_script()
+        {
+            return refuse("answers in batches over the whole replay");
+        }
+        Ok(())
+    }
+
+    /// The next received (`truth` false) or ground-truth sample, in the trace's order; `info`
+    /// is its stream as known so far (for the channel names).
+    pub fn push(&mut self, sample: Sample, truth: bool, info: Option<&StreamInfo>) {
+        if self.broken.is_some() {
+            return;
+        }
+        let id = sample.stream as usize;
+        if self.streams.len() <= id {
+            self.streams.resize_with(id + 1, || None);
+        }
+        let live = self.streams[id].get_or_insert_with(|| {
+            Box::new(Live::new(
+                sample.stream,
+                info.map(|i| i.channels.clone()).unwrap_or_default(),
+                &self.policies,
+            ))
+        });
+        let ctx = Ctx {
+            frames: &self.frames,
+            list: &self.list,
+            constant_offset: self.constant_offset,
+            horizon: self.horizon,
+            trim_every: self.trim_every,
+        };
+        let result = if truth {
+            live.truth(sample, &ctx)
+        } else {
+            live.receive(sample, &ctx)
+        };
+        if let Err(why) = result {
+            self.broken = Some(Unstreamable::Trace {
+                stream: id as u32,
+                why,
+            });
+        }
+    }
+
+    /// The problem met so far, if any: every figure from then on would be wrong, so the
+    /// caller may stop reading.
+    pub fn broken(&self) -> Option<&Unstreamable> {
+        self.broken.as_ref()
+    }
+
+    /// How many samples the streams hold now, over all of them (windows, references and
+    /// frames waiting for their error): what the pass's memory grows with.
+    pub fn held(&self) -> usize {
+        self.streams
+            .iter()
+            .flatten()
+            .map(|l| l.window.samples.len() + l.window.reference.len() + l.pending_truth.len())
+            .sum()
+    }
+
+    /// Ends the trace: every stream renders its remaining frames.
+    ///
+    /// # Errors
+    /// The trace broke an assumption of the pass (see the module documentation).
+    pub fn finish(self) -> Result<Vec<StreamedStream>, Unstreamable> {
+        if let Some(broken) = self.broken {
+            return Err(broken);
+        }
+        let ctx = Ctx {
+            frames: &self.frames,
+            list: &self.list,
+            constant_offset: self.constant_offset,
+            horizon: self.horizon,
+            trim_every: self.trim_every,
+        };
+        let mut out = Vec::new();
+        for live in self.streams.into_iter().flatten() {
+            let stream = live.stream;
+            out.push(
+                live.finish(&ctx, &self.policies)
+                    .map_err(|why| Unstreamable::Trace { stream, why })?,
+            );
+        }
+        Ok(out)
+    }
+}
+
+impl SampleSink for StreamingReplay {
+    fn samples(&mut self, samples: &mut Vec<Sample>, truth: bool, streams: &[StreamInfo]) {
+        for s in samples.drain(..) {
+            let info = streams.get(s.stream as usize);
+            self.push(s, truth, info);
+        }
+    }
+}
+
+/// What every stream shares.
+struct Ctx<'a> {
+    frames: &'a FrameClock,
+    list: &'a Arc<[Nanos]>,
+    constant_offset: Option<Nanos>,
+    horizon: Nanos,
+    trim_every: u64,
+}
+
+/// The samples of a stream still being read that a lane may read.
+struct Window {
+    /// Samples `base..`, by index.
+    samples: VecDeque<Sample>,
+    base: u32,
+    reference: ReferenceTrack,
+    rotation: Option<usize>,
+}
+
+impl Source for Window {
+    const STREAMING: bool = true;
+
+    #[inline(always)]
+    fn sample(&self, idx: u32) -> &Sample {
+        &self.samples[(idx - self.base) as usize]
+    }
+
+    #[inline(always)]
+    fn reference(&self) -> &ReferenceTrack {
+        &self.reference
+    }
+
+    #[inline(always)]
+    fn rotation(&self) -> Option<usize> {
+        self.rotation
+    }
+
+    #[inline(always)]
+    fn adjacent_in_reference(&self, _from: u32, _to: u32) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn spikes(&self) -> &[Spike] {
+        &[]
+    }
+}
+
+/// Which points the error reference is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Not known before the first sample.
+    Unknown,
+    /// Every received sample (the stream has no ground truth, so far).
+    Hindsight,
+    /// The ground truth.
+    Truth,
+}
+
+/// One stream's lanes: per policy, its lane and longest delay; jitterlab's snapshot buffer
+/// in one vector (its steps inline), the engines of presets' own in the other.
+struct Lanes {
+    snapshot: Vec<(usize, Nanos, Lane<SnapshotEngine>)>,
+    own: Vec<(usize, Nanos, Lane<Box<dyn Engine>>)>,
+}
+
+/// Runs `$body` with `$lane` (and its policy index and delay) for every lane of `$lanes`.
+macro_rules! each_lane {
+    ($lanes:expr, |$i:pat_param, $delay:pat_param, $lane:ident| $body:expr) => {{
+        for ($i, $delay, $lane) in $lanes.snapshot.iter_mut() {
+            $body
+        }
+        for ($i, $delay, $lane) in $lanes.own.iter_mut() {
+            $body
+        }
+    }};
+}
+
+/// One stream being read.
+struct Live {
+    stream: u32,
+    channels: Vec<String>,
+    window: Window,
+    lanes: Lanes,
+    mode: Mode,
+    /// Ground truth read before the first received sample (which names the error channels).
+    pending_truth: Vec<Sample>,
+    seen: SeqWindow,
+    /// Received samples.
+    count: u64,
+    first: Option<Nanos>,
+    last: Nanos,
+    frames: Option<OpenFrames>,
+    /// The last frame rendered while the stream was read: (number, time).
+    rendered: Option<(u64, Nanos)>,
+    /// Samples (by index) that arrived after the last frame rendered: the next frame offers
+    /// them to the lanes that render it, as the in-memory loop does.
+    queued: Vec<u32>,
+    online: OnlineClock,
+    /// The newest send time among the reference's points read, and the most a point was
+    /// overtaken by one sent after it.
+    newest_point: Nanos,
+    overtaken: Nanos,
+    /// Errors have been measured against reference points sent up to this time: a point
+    /// placed at or before it would change them.
+    measured_to: Nanos,
+    /// A point left out as a repeat of another with a different send time: placing a point
+    /// between the two later would keep both in the in-memory reference.
+    repeat_moved: bool,
+    detector: Detector,
+    spikes: Vec<Spike>,
+    ever_referenced: bool,
+}
+
+impl Live {
+    fn new(stream: u32, channels: Vec<String>, policies: &[Policy]) -> Self {
+        let mut lanes = Lanes {
+            snapshot: Vec::new(),
+            own: Vec::new(),
+        };
+        for (i, policy) in policies.iter().enumerate() {
+            let delay = policy.max_delay();
+            match policy.engine() {
+                Built::Snapshot(engine) => {
+                    lanes
+                        .snapshot
+                        .push((i, delay, Lane::of_stream(stream, None, true, *engine)));
+                }
+                Built::Own(engine) => {
+                    lanes
+                        .own
+                        .push((i, delay, Lane::of_stream(stream, None, false, engine)));
+                }
+            }
+        }
+        Self {
+            stream,
+            window: Window {
+                samples: VecDeque::new(),
+                base: 0,
+                reference: ReferenceTrack::empty(Vec::new()),
+                rotation: crate::values::rotation_channels(&channels),
+            },
+            channels,
+            lanes,
+            mode: Mode::Unknown,
+            pending_truth: Vec::new(),
+            seen: SeqWindow::new(),
+            count: 0,
+            first: None,
+            last: Nanos::MIN,
+            frames: None,
+            rendered: None,
+            queued: Vec::new(),
+            online: OnlineClock::new(),
+            newest_point: Nanos::MIN,
+            overtaken: Nanos::ZERO,
+            measured_to: Nanos::MIN,
+            repeat_moved: false,
+            detector: Detector::new(SpikeRule::default()),
+            spikes: Vec::new(),
+            ever_referenced: false,
+        }
+    }
+
+    /// A ground-truth sample.
+    fn truth(&mut self, s: Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+        match self.mode {
+            Mode::Truth => {
+                self.place(&s, ctx)?;
+                self.settle(false, ctx);
+                Ok(())
+            }
+            Mode::Unknown => {
+                self.pending_truth.push(s);
+                Ok(())
+            }
+            Mode::Hindsight if self.measured_to == Nanos::MIN => {
+                // Nothing measured yet: the reference becomes the ground truth from here.
+                let channels = self.window.reference.channels.clone();
+                self.window.reference = ReferenceTrack::empty(channels);
+                self.newest_point = Nanos::MIN;
+                self.overtaken = Nanos::ZERO;
+                self.repeat_moved = false;
+                self.ever_referenced = false;
+                self.mode = Mode::Truth;
+                self.place(&s, ctx)
+            }
+            Mode::Hindsight => Err(format!(
+                "ground truth starts at {} ms, after errors were measured against hindsight",
+                s.send.as_millis_f64()
+            )),
+        }
+    }
+
+    /// Adds a point to the error reference.
+    fn place(&mut self, s: &Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+        if s.values.is_empty() {
+            return Ok(());
+        }
+        if s.send > self.newest_point {
+            self.newest_point = s.send;
+        } else {
+            self.overtaken = self.overtaken.max(self.newest_point - s.send);
+        }
+        let last = self.window.reference.len();
+        let at = match self.window.reference.insert(s) {
+            Placed::At(at) => at,
+            Placed::Replaced(at) => {
+                // A point sent before its sequence number's earlier one: in memory, a point
+                // placed between the two later would keep both.
+                self.repeat_moved = true;
+                at
+            }
+            Placed::Repeat { same_send } => {
+                self.repeat_moved |= !same_send;
+                return Ok(());
+            }
+            Placed::NoValues => return Ok(()),
+        };
+        self.ever_referenced = true;
+        if s.send <= self.measured_to {
+            return Err(format!(
+                "a sample sent at {} ms was read after errors up to {} ms were measured \
+                 (more than the {} ms horizon late)",
+                s.send.as_millis_f64(),
+                self.measured_to.as_millis_f64(),
+                self.horizon(ctx).as_millis_f64()
+            ));
+        }
+        if self.repeat_moved && at < last {
+            return Err(
+                "a point placed between two copies of one sequence number sent at different \
+                 times"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+
+    /// How far behind the newest point a point is taken as final.
+    fn horizon(&self, ctx: &Ctx<'_>) -> Nanos {
+        ctx.horizon.max(self.overtaken + self.overtaken)
+    }
+
+    /// The first received sample: it names the error channels.
+    fn start(&mut self, s: &Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+        let channels = Stream {
+            samples: std::slice::from_ref(s),
+            truth: &[],
+            channels: &self.channels,
+        }
+        .error_channels();
+        self.window.reference = ReferenceTrack::empty(channels);
+        self.first = Some(s.arrival);
+        self.frames = Some(OpenFrames::new(ctx.frames, ctx.list, s.arrival));
+        if self.pending_truth.is_empty() {
+            self.mode = Mode::Hindsight;
+        } else {
+            self.mode = Mode::Truth;
+            for t in std::mem::take(&mut self.pending_truth) {
+                self.place(&t, ctx)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A received sample.
+    fn receive(&mut self, s: Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+        if self.first.is_none() {
+            self.start(&s, ctx)?;
+        } else if s.arrival < self.last {
+            return Err(format!(
+                "a record arrived at {} ms after one at {} ms (not in arrival order)",
+                s.arrival.as_millis_f64(),
+                self.last.as_millis_f64()
+            ));
+        }
+        // The frames before it.
+        while let Some((at, k)) = self.frames.as_ref().and_then(OpenFrames::peek)
+            && at < s.arrival
+        {
+            self.render(at, k, ctx, |_| true);
+            if let Some(f) = &mut self.frames {
+                f.advance();
+            }
+        }
+        // The sample itself, in the next frame.
+        let idx = u32::try_from(self.count).map_err(|_| "more than 2^32 samples".to_owned())?;
+        self.count += 1;
+        self.last = s.arrival;
+        if self.mode == Mode::Hindsight {
+            self.place(&s, ctx)?;
+        }
+        let (arrival, send) = (s.arrival, s.send);
+        self.window.samples.push_back(s);
+        // After the last frame (a list of frame times run out), a sample is never offered.
+        if self.frames.as_ref().and_then(OpenFrames::peek).is_some() {
+            self.queued.push(idx);
+        }
+        if let Some(spike) = self.detector.push(arrival, send) {
+            self.spikes.push(spike);
+        }
+        self.settle(false, ctx);
+        if self.count.is_multiple_of(ctx.trim_every) {
+            self.trim(ctx.trim_every);
+        }
+        Ok(())
+    }
+
+    /// Renders frame `k` at `at` in the lanes whose delay `wanted` picks.
+    fn render(&mut self, at: Nanos, k: u64, ctx: &Ctx<'_>, wanted: impl Fn(Nanos) -> bool) {
+        let window = &self.window;
+        for idx in self.queued.drain(..) {
+            let sample = window.sample(idx);
+            let mut packet = Packet::from_sample(sample, idx);
+            packet.repeat = Some(!self.seen.insert(packet.seq));
+            if ctx.constant_offset.is_none() {
+                self.online.observe(packet.send, sample.arrival);
+            }
+            each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
+                lane.packet(window, packet, at);
+            });
+        }
+        let offset = match ctx.constant_offset {
+            Some(o) => o,
+            None => self.online.offset_at(at),
+        };
+        let mut value = Vec::new();
+        each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
+            lane.frame::<false, _>(window, at, offset, &mut value, &mut |_| {});
+        });
+        self.rendered = Some((k, at));
+    }
+
+    /// Measures what is final: errors of targets before a reference point inside the
+    /// horizon, recovery of frames the spike detector has passed (all of it at the end).
+    fn settle(&mut self, end: bool, ctx: &Ctx<'_>) {
+        let (errors_before, recovery_before) = if end {
+            (Nanos::MAX, Nanos::MAX)
+        } else {
+            let final_to = self.window.reference.last_before(Nanos(
+                self.newest_point.0.saturating_sub(self.horizon(ctx).0),
+            ));
+            let errors = final_to.unwrap_or(Nanos::MIN);
+            let mut recovery = self.detector.last_arrival().unwrap_or(Nanos::MIN);
+            if let Some(open) = self.detector.open() {
+                recovery = recovery.min(open.start);
+            }
+            (errors, recovery)
+        };
+        if errors_before > self.measured_to {
+            self.measured_to = errors_before;
+        }
+        let (window, spikes) = (&self.window, &self.spikes);
+        each_lane!(self.lanes, |_, _, lane| lane.settle(
+            &window.reference,
+            errors_before,
+            spikes,
+            recovery_before
+        ));
+    }
+
+    /// Drops the samples, reference points and spikes no lane will read again.
+    fn trim(&mut self, every: u64) {
+        let mut oldest = self.queued.first().copied().unwrap_or(self.count as u32);
+        let (mut cursor, mut spikes) = (usize::MAX, usize::MAX);
+        each_lane!(self.lanes, |_, _, lane| {
+            if let Some(i) = lane.oldest_idx() {
+                oldest = oldest.min(i);
+            }
+            cursor = cursor.min(lane.reference_cursor());
+            spikes = spikes.min(lane.spikes_reached());
+        });
+        let window = &mut self.window;
+        let drop = (oldest - window.base) as usize;
+        window.samples.drain(..drop.min(window.samples.len()));
+        window.base += drop as u32;
+        // A cursor names the point it last read: it stays.
+        let cursor = cursor.min(window.reference.len().saturating_sub(1));
+        if cursor as u64 >= every {
+            window.reference.forget(cursor);
+            each_lane!(self.lanes, |_, _, lane| lane.forget_reference(cursor));
+        }
+        if spikes as u64 >= every.div_ceil(16) && spikes != usize::MAX {
+            self.spikes.drain(..spikes);
+            each_lane!(self.lanes, |_, _, lane| lane.forget_spikes(spikes));
+        }
+    }
+
+    /// The end of the trace: the remaining frames, per policy as far as its delay reaches.
+    fn finish(mut self, ctx: &Ctx<'_>, policies: &[Policy]) -> Result<StreamedStream, String> {
+        let mut metrics = vec![Metrics::default(); policies.len()];
+        let Some(first) = self.first else {
+            // Ground truth only: nothing to replay, as in memory.
+            return Ok(StreamedStream {
+                stream: self.stream,
+                channels: self.channels,
+                packets: 0,
+                metrics,
+            });
+        };
+        let span = (first, self.last);
+        let frames = ctx.frames;
+        // Every frame rendered while the stream was read must be one each policy renders
+        // (true of every frame before the last arrival; checked).
+        let mut short = false;
+        each_lane!(self.lanes, |_, delay, _lane| {
+            if let Some((k, at)) = self.rendered {
+                short |= !renders(frames, span, *delay, k, at);
+            }
+        });
+        if short {
+            return Err("a policy's frames end before the stream's last arrival".to_owned());
+        }
+        while let Some((at, k)) = self.frames.as_ref().and_then(OpenFrames::peek) {
+            let any = self
+                .lanes
+                .snapshot
+                .iter()
+                .map(|l| l.1)
+                .chain(self.lanes.own.iter().map(|l| l.1))
+                .any(|delay| renders(frames, span, delay, k, at));
+            if !any {
+                break;
+            }
+            self.render(at, k, ctx, |delay| renders(frames, span, delay, k, at));
+            if let Some(f) = &mut self.frames {
+                f.advance();
+            }
+        }
+        if let Some(open) = self.detector.open() {
+            self.spikes.push(open);
+        }
+        self.settle(true, ctx);
+        let kind = self.ever_referenced.then_some(match self.mode {
+            Mode::Truth => Reference::Truth,
+            _ => Reference::Hindsight,
+        });
+        let count = self.count;
+        for (i, _, lane) in self.lanes.snapshot {
+            debug_assert!(lane.settled());
+            metrics[i] = lane.finish_with(count);
+            metrics[i].reference = kind;
+        }
+        for (i, _, lane) in self.lanes.own {
+            debug_assert!(lane.settled());
+            metrics[i] = lane.finish_with(count);
+            metrics[i].reference = kind;
+        }
+        Ok(StreamedStream {
+            stream: self.stream,
+            channels: self.channels,
+            packets: count,
+            metrics,
+        })
+    }
+}
