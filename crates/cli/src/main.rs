@@ -7,6 +7,7 @@ mod cmd;
 mod errors;
 mod input;
 mod say;
+mod streamed;
 mod sweeping;
 mod values;
 

@@ -79,6 +79,10 @@ pub(crate) struct Args {
     /// The timeline's format, whatever the file's extension.
     #[arg(long, value_enum, value_name = "FORMAT", requires = "timeline")]
     timeline_format: Option<TimelineFormat>,
+    /// Replay the whole trace in memory instead of in one streaming pass (the same figures;
+    /// memory grows with the trace).
+    #[arg(long)]
+    in_memory: bool,
     /// Overwrite the timeline file if it exists.
     #[arg(long, help_heading = "Output")]
     force: bool,
@@ -150,6 +154,33 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     };
     frames.validate()?;
     let target = timeline_target(args);
+    let keep_samples = args.json && args.at.is_some();
+    if !args.playout
+        && !args.in_memory
+        && target.is_none()
+        && !keep_samples
+        && let Some(streamed) = crate::streamed::replay(
+            &args.trace,
+            &args.decode,
+            &frames,
+            clock,
+            std::slice::from_ref(&policy),
+        )?
+    {
+        if streamed.packets == 0 {
+            bail!(
+                "{}: the trace holds no decodable packets",
+                args.trace.display()
+            );
+        }
+        let mut result = jitterlab_replay::TraceReplay::default();
+        for (id, mut metrics) in streamed.streams {
+            let m = metrics.pop().unwrap_or_default();
+            result.total.merge(&m);
+            result.streams.push((id, m));
+        }
+        return print_replay(args, &policy, &result, Vec::new());
+    }
     let decoded = load(&args.trace, &args.decode)?;
     if args.playout {
         return run_playout(args, &policy, clock, &decoded, target);
@@ -168,7 +199,6 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .map(|s| s.channels.len())
         .max()
         .unwrap_or(0);
-    let keep_samples = args.json && args.at.is_some();
     let mut samples = Vec::new();
     let names: Vec<String> = match decoded.streams.first() {
         Some(s) if s.channels.len() == width && decoded.streams.len() == 1 => s.channels.clone(),
@@ -211,7 +241,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             .with_context(|| format!("cannot write {path}"))?;
         crate::say::note!("wrote the timeline to {path}");
     }
+    print_replay(args, &policy, &result, samples)
+}
 
+/// Prints a replay's figures: JSON (with the frames sampled by `--at`), or a summary.
+fn print_replay(
+    args: &Args,
+    policy: &Policy,
+    result: &jitterlab_replay::TraceReplay,
+    samples: Vec<Value>,
+) -> Result<()> {
+    let keep_samples = args.json && args.at.is_some();
     let total = result.total.summary();
     // With the timeline on standard output (`--timeline -`), the summary goes to stderr.
     let mut out = crate::input::report_out(args.timeline.as_deref().is_some_and(is_stdio));

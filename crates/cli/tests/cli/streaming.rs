@@ -217,3 +217,83 @@ fn every_on_an_endless_pipe_prints_running_summaries_and_a_last_one_on_sigterm()
     assert!(child.wait().unwrap().success());
     drop(stdin);
 }
+
+/// `replay --json` of `trace` with `args`, as the command prints it (stdout), and its stderr.
+fn replay_out(trace: &Path, args: &[&str]) -> (String, String) {
+    let out = jitterlab()
+        .arg("replay")
+        .arg(trace)
+        .args(args)
+        .arg("--json")
+        .assert()
+        .success();
+    let o = out.get_output();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// `replay` in one streaming pass prints the in-memory replay's JSON byte for byte, over the
+/// demo trace, synthetic traces of several networks, 300 interleaved tiny streams, a trace cut
+/// mid-record and every shared capture, for snapshot-buffer and engine presets, both clock
+/// mappings a pass follows and a frame rate with hitches; the jitterlab traces really stream
+/// (no note that they were replayed in memory).
+#[test]
+fn streamed_replay_prints_the_in_memory_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut streamed = vec![demo_trace()];
+    for (i, profile) in ["wifi", "congested", "lte-driving"].iter().enumerate() {
+        let path = dir.path().join(format!("{profile}.jtr"));
+        jitterlab()
+            .args(["synth", "--profile", profile, "--duration", "40s", "--seed"])
+            .arg((i + 3).to_string())
+            .arg("-o")
+            .arg(&path)
+            .assert()
+            .success();
+        streamed.push(path);
+    }
+    let tiny = dir.path().join("tiny.jtr");
+    tiny_streams(&tiny, 300, 12);
+    streamed.push(tiny);
+    let bytes = std::fs::read(demo_trace()).unwrap();
+    let cut = dir.path().join("cut.jtr");
+    std::fs::write(&cut, &bytes[..bytes.len() - 9]).unwrap();
+    streamed.push(cut);
+    let mut others = Vec::new();
+    if let Some(data) = jitterlab_capture::testdata::shared_data() {
+        for entry in std::fs::read_dir(data.join("pcap")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".pcap") || name.ends_with(".pcapng") {
+                others.push(path);
+            }
+        }
+        others.sort();
+        assert!(others.len() >= 10, "{others:?}");
+    }
+    let runs: [&[&str]; 5] = [
+        &["--policy", "fixed:delay=100ms,max_gap=120ms"],
+        &["--policy", "jitter:a=2,k=3", "--clock", "offset=-20"],
+        &["--policy", "mirror", "--hitches", "5%:40ms"],
+        &["--policy", "n4e", "--fps", "144"],
+        &["--policy", "quantile:q=0.95,apply=stretch:max_rate=10%"],
+    ];
+    for trace in streamed.iter().chain(&others) {
+        for args in runs {
+            let (stream, stderr) = replay_out(trace, args);
+            let mut in_memory = args.to_vec();
+            in_memory.push("--in-memory");
+            let (memory, _) = replay_out(trace, &in_memory);
+            assert_eq!(stream, memory, "{} {args:?}", trace.display());
+            if streamed.contains(trace) {
+                assert!(
+                    !stderr.contains("in memory"),
+                    "{} {args:?}: {stderr}",
+                    trace.display()
+                );
+            }
+        }
+    }
+}
