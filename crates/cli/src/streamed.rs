@@ -21,6 +21,200 @@ pub(crate) struct Streamed {
     pub(crate) streams: Vec<(u32, Vec<Metrics>)>,
     /// Received samples over the streams selected.
     pub(crate) packets: u64,
+    /// Per stream replayed, its frames' needs (for the bounds), when they were kept.
+    pub(crate) needs: Option<Vec<Needs>>,
+}
+
+/// One stream's `(local time, need ms)` per frame.
+type Needs = Vec<(jitterlab_capture::Nanos, f64)>;
+
+/// Frames whose needs a sweep keeps for its bounds, over one trace: 16 bytes each, 256 MB.
+pub(crate) const NEEDS_CAP: usize = 16 << 20;
+
+/// A snapshot sweep over trace files in streaming passes: the configurations of each trace
+/// in `shard` split over `threads` passes side by side. `Ok(None)` when one trace cannot be
+/// streamed (the caller sweeps every trace in memory); traces that cannot be read stop the
+/// sweep or, with `keep_going`, are skipped with a message, as in memory.
+pub(crate) fn sweep(
+    paths: &[std::path::PathBuf],
+    policies: &[Policy],
+    o: &crate::sweeping::SweepOptions,
+    shard: jitterlab_replay::sweep::Shard,
+) -> Result<Option<Swept>> {
+    use jitterlab_replay::sweep::{Bounds, Row};
+    let frames = FrameClock::Fps(o.fps);
+    frames.validate()?;
+    let clock: ClockMapping = o.clock.parse()?;
+    if paths.iter().any(|p| is_stdio(p)) {
+        return Ok(None);
+    }
+    for policy in policies {
+        if StreamingReplay::check(policy).is_err() {
+            return Ok(None);
+        }
+    }
+    if StreamingReplay::new(&frames, clock, &[]).is_err() {
+        return Ok(None);
+    }
+    let threads = o
+        .threads
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1);
+    let mut out = Swept::default();
+    for path in paths {
+        let t = out.names.len();
+        let configs: Vec<usize> = (0..policies.len())
+            .filter(|&c| shard.contains(t * policies.len() + c))
+            .collect();
+        let chunks = split(&configs, threads);
+        if chunks.is_empty() {
+            // No configuration of this trace in the shard: nothing to read.
+            out.names.push(path.display().to_string());
+            continue;
+        }
+        let frames = &frames;
+        // Each chunk in its own pass; the first also keeps the needs.
+        let passes: Vec<Result<Option<Streamed>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .iter()
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let batch: Vec<Policy> = chunk.iter().map(|&c| policies[c].clone()).collect();
+                    let cap = if i == 0 { NEEDS_CAP } else { 0 };
+                    scope.spawn(move || pass(path, &o.decode, frames, clock, &batch, cap))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a sweep pass panicked")))
+                })
+                .collect()
+        });
+        let display = path.display().to_string();
+        let mut streamed = Vec::new();
+        let mut failed = None;
+        for p in passes {
+            match p {
+                Ok(Some(s)) => streamed.push(s),
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        let checked = failed.map_or_else(|| check_replayable(&display, streamed.first()), Err);
+        if let Err(e) = checked {
+            if o.keep_going {
+                eprintln!("skipped {display}: {e:#}");
+                continue;
+            }
+            return Err(e.context(format!(
+                "cannot sweep {display} (pass --keep-going to skip unreadable traces)"
+            )));
+        }
+        let first = &streamed[0];
+        for note in jitterlab_replay::streams::unreplayable(&first.decoded) {
+            eprintln!("warning: {}: {note}", shown(path));
+        }
+        let bounds = match &first.needs {
+            Some(needs) => Bounds::of(needs),
+            None => {
+                crate::say::note!(
+                    "note: {display}: more than {NEEDS_CAP} frames: the rows' bounds are left \
+                     out (sweep --in-memory computes them)"
+                );
+                Bounds::default()
+            }
+        };
+        // Per configuration of this trace, its metrics merged over the streams in order.
+        for (chunk, pass) in chunks.iter().zip(&streamed) {
+            for (k, &config) in chunk.iter().enumerate() {
+                let mut total = Metrics::default();
+                for (_, metrics) in &pass.streams {
+                    total.merge(&metrics[k]);
+                }
+                out.rows.push(
+                    Row {
+                        trace: t,
+                        config,
+                        summary: total.summary(),
+                        playout: None,
+                        bound_ms: None,
+                        window_bound_ms: None,
+                        talkspurt_bound_ms: None,
+                        regret_ms: None,
+                    }
+                    .with_bound(&bounds),
+                );
+                out.packets += first.packets;
+            }
+        }
+        out.names.push(display);
+    }
+    if out.names.is_empty() {
+        anyhow::bail!("no readable trace to sweep");
+    }
+    // Trace-major, configuration-minor, as in memory.
+    out.rows.sort_by_key(|r| (r.trace, r.config));
+    Ok(Some(out))
+}
+
+/// A streamed sweep's rows.
+#[derive(Default)]
+pub(crate) struct Swept {
+    /// The traces swept, by name.
+    pub(crate) names: Vec<String>,
+    /// Every row of the shard.
+    pub(crate) rows: Vec<jitterlab_replay::sweep::Row>,
+    /// Packets over the rows (each row's trace's received samples).
+    pub(crate) packets: u64,
+}
+
+/// What `TraceStreams::new` refuses: a trace of no packets, or of no stream to replay.
+fn check_replayable(display: &str, streamed: Option<&Streamed>) -> Result<()> {
+    let Some(s) = streamed else {
+        return Ok(());
+    };
+    if s.packets == 0 {
+        return Err(jitterlab_replay::Error::NoPackets {
+            trace: display.to_owned(),
+        }
+        .into());
+    }
+    if s.streams.is_empty() {
+        let reason = s
+            .decoded
+            .streams
+            .iter()
+            .find_map(|i| jitterlab_replay::streams::check(i).err())
+            .map_or_else(String::new, |e| e.to_string());
+        return Err(jitterlab_replay::Error::NothingToReplay {
+            trace: display.to_owned(),
+            streams: s.decoded.streams.len(),
+            reason,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// `items` in at most `parts` runs of nearly equal length, in order (none empty).
+fn split(items: &[usize], parts: usize) -> Vec<Vec<usize>> {
+    let parts = parts.clamp(1, items.len().max(1));
+    let (base, extra) = (items.len() / parts, items.len() % parts);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 0..parts {
+        let len = base + usize::from(i < extra);
+        if len > 0 {
+            out.push(items[start..start + len].to_vec());
+        }
+        start += len;
+    }
+    out
 }
 
 /// Replays `path` through each of `policies` in one pass; `Ok(None)` (with a note saying why)
@@ -35,6 +229,19 @@ pub(crate) fn replay(
     clock: ClockMapping,
     policies: &[Policy],
 ) -> Result<Option<Streamed>> {
+    pass(path, args, frames, clock, policies, 0)
+}
+
+/// [`replay`], also keeping each stream's frame needs for the bounds (up to `needs_cap`
+/// frames; 0: none).
+fn pass(
+    path: &Path,
+    args: &DecodeArgs,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    policies: &[Policy],
+    needs_cap: usize,
+) -> Result<Option<Streamed>> {
     if is_stdio(path) {
         // Standard input cannot be read again if the pass gives up.
         return Ok(None);
@@ -44,6 +251,7 @@ pub(crate) fn replay(
     let Ok(pass) = StreamingReplay::new(frames, clock, policies) else {
         return Ok(None);
     };
+    let pass = pass.needs(needs_cap);
     let display = shown(path);
     let read = read_trace(path, args, false, |header, config| {
         Ok(Collector::with_sink(header, config, pass)?)
@@ -62,7 +270,7 @@ pub(crate) fn replay(
         Err(e) => return give_up(e.to_string()),
     };
     let slots = decoded.streams.iter().map(|i| i.id as usize + 1).max();
-    let mut by_id: Vec<Option<Vec<Metrics>>> = vec![None; slots.unwrap_or(0)];
+    let mut by_id: Vec<Option<(Vec<Metrics>, Option<Needs>)>> = vec![None; slots.unwrap_or(0)];
     for s in streamed {
         let old = s.stream as usize;
         let new = finished.new_id.get(old).copied().unwrap_or(u32::MAX);
@@ -86,7 +294,7 @@ pub(crate) fn replay(
         if info.channels != s.channels {
             return give_up(format!("stream {new}'s channels changed while it was read"));
         }
-        by_id[new as usize] = Some(s.metrics);
+        by_id[new as usize] = Some((s.metrics, s.needs));
     }
     // Received samples of the streams selected, replayable or not (as in memory).
     let packets = finished
@@ -98,6 +306,7 @@ pub(crate) fn replay(
         .sum();
     let only = args.select.stream;
     let mut streams = Vec::new();
+    let mut needs = (needs_cap > 0).then(Vec::new);
     for info in &decoded.streams {
         // As `jitterlab_replay::streams::views`: the streams that can be replayed, or the
         // one asked for (whose error, if it cannot, is the answer).
@@ -108,15 +317,23 @@ pub(crate) fn replay(
             None => {}
         }
         // A stream of no received samples replays to nothing, as in memory.
-        let metrics = by_id
+        let (metrics, stream_needs) = by_id
             .get_mut(info.id as usize)
             .and_then(Option::take)
-            .unwrap_or_else(|| vec![Metrics::default(); policies.len()]);
+            .unwrap_or_else(|| {
+                let none = (needs_cap > 0).then(Vec::new);
+                (vec![Metrics::default(); policies.len()], none)
+            });
+        needs = needs.zip(stream_needs).map(|(mut all, n)| {
+            all.push(n);
+            all
+        });
         streams.push((info.id, metrics));
     }
     Ok(Some(Streamed {
         decoded,
         streams,
         packets,
+        needs,
     }))
 }

@@ -53,6 +53,10 @@ pub(crate) struct SweepOptions {
     /// Snapshot mode: interpolate snapshots on a frame clock, even for RTP audio or video.
     #[arg(long)]
     pub(crate) snapshot: bool,
+    /// Replay every trace whole in memory instead of in streaming passes (the same rows;
+    /// memory grows with the traces).
+    #[arg(long)]
+    pub(crate) in_memory: bool,
     #[command(flatten)]
     pub(crate) quality: crate::input::QualityArgs,
     #[command(flatten)]

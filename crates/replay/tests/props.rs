@@ -361,7 +361,8 @@ proptest! {
         let mut pass = jitterlab_replay::StreamingReplay::new(&frames, clock, &policies)
             .unwrap()
             .horizon(Nanos::from_millis(horizon_ms))
-            .trim_every(1);
+            .trim_every(1)
+            .needs(usize::MAX);
         for (s, t) in records.iter().cloned() {
             pass.push(s, t, None);
         }
@@ -391,6 +392,17 @@ proptest! {
                 .collect();
             prop_assert_eq!(s.packets, samples.len() as u64);
             let prepared = Prepared::new(&Stream::new(&samples).with_truth(&sent));
+            // The needs the bounds are computed from, frame for frame.
+            let needs = s.needs.clone().unwrap();
+            let trace = jitterlab_replay::sweep::SweepTrace {
+                name: String::new(),
+                streams: vec![prepared.clone()],
+            };
+            let bounds = jitterlab_replay::sweep::snapshot_bound(&trace, &frames, clock).unwrap();
+            prop_assert_eq!(
+                format!("{:?}", jitterlab_replay::sweep::Bounds::of(&[needs])),
+                format!("{bounds:?}")
+            );
             for (policy, m) in policies.iter().zip(&s.metrics) {
                 let replay = Replay::new(frames.clone()).clock(clock);
                 // The sweep's path and `replay`'s frame-by-frame one. Debug prints every

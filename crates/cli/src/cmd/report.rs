@@ -78,6 +78,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         keep_going: false,
         playout: args.playout,
         snapshot: args.snapshot,
+        in_memory: true,
         quality: args.quality.clone(),
         decode: args.decode.clone(),
     };

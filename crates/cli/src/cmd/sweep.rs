@@ -63,29 +63,19 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         check_results_output_as(out, args.format.as_deref(), args.force)?;
     }
     let started = Instant::now();
-    let loaded = load_all(&args.traces, &args.options)?;
-    let mode = Mode::choose(&args.options, &loaded);
-    let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
-    let (rows, packets, load_secs, secs) = match mode {
-        Mode::Snapshot => {
-            let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
-            let load_secs = started.elapsed().as_secs_f64();
-            let replaying = Instant::now();
-            let rows = execute(&traces, &policies, &args.options, shard)?;
-            let packets: usize = rows.iter().map(|r| traces[r.trace].packets()).sum();
-            (rows, packets, load_secs, replaying.elapsed().as_secs_f64())
+    let streamed = if args.options.playout || args.options.in_memory {
+        None
+    } else {
+        crate::streamed::sweep(&args.traces, &policies, &args.options, shard)?
+    };
+    let streaming = streamed.is_some();
+    let (mode, names, rows, packets, load_secs, secs) = match streamed {
+        Some(swept) => {
+            let secs = started.elapsed().as_secs_f64();
+            let packets = swept.packets as usize;
+            (Mode::Snapshot, swept.names, swept.rows, packets, 0.0, secs)
         }
-        Mode::Playout => {
-            let load_secs = started.elapsed().as_secs_f64();
-            let replaying = Instant::now();
-            let rows = execute_playout(&loaded, &policies, &args.options, shard)?;
-            let per_trace: Vec<usize> = loaded
-                .iter()
-                .map(|l| l.views().iter().map(|v| v.samples.len()).sum())
-                .collect();
-            let packets: usize = rows.iter().map(|r| per_trace[r.trace]).sum();
-            (rows, packets, load_secs, replaying.elapsed().as_secs_f64())
-        }
+        None => in_memory(args, &policies, shard, started)?,
     };
     if let Some(out) = &args.output {
         // Every row says what made it, so shards concatenate and still tell their origin.
@@ -107,7 +97,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         .with_context(|| format!("cannot write {}", shown_out(out)))?;
     }
     crate::say::note!(
-        "{} {} ({} configurations × {} trace(s){}) in {secs:.2} s after {load_secs:.2} s reading: \
+        "{} {} ({} configurations × {} trace(s){}) in {secs:.2} s {}: \
          {:.1} M packet-configuration steps/s{}",
         rows.len(),
         if mode == Mode::Playout {
@@ -116,11 +106,16 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             "replays"
         },
         policies.len(),
-        loaded.len(),
+        names.len(),
         if shard == Shard::ALL {
             String::new()
         } else {
             format!(", shard {shard}")
+        },
+        if streaming {
+            "in streaming passes, reading included".to_owned()
+        } else {
+            format!("after {load_secs:.2} s reading")
         },
         packets as f64 / secs / 1e6,
         args.output.as_ref().map_or(String::new(), |o| format!(
@@ -131,6 +126,41 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     // With the rows on standard output, the frontier goes to standard error.
     print_frontier(&mut report_out(to_stdout), &rows, &policies)?;
     Ok(())
+}
+
+/// The sweep with every trace loaded whole: (mode, trace names, rows, packets over the rows,
+/// seconds reading, seconds replaying).
+fn in_memory(
+    args: &Args,
+    policies: &[Policy],
+    shard: Shard,
+    started: Instant,
+) -> Result<(Mode, Vec<String>, Vec<Row>, usize, f64, f64)> {
+    let loaded = load_all(&args.traces, &args.options)?;
+    let mode = Mode::choose(&args.options, &loaded);
+    let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
+    let (rows, packets, load_secs, secs) = match mode {
+        Mode::Snapshot => {
+            let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
+            let load_secs = started.elapsed().as_secs_f64();
+            let replaying = Instant::now();
+            let rows = execute(&traces, policies, &args.options, shard)?;
+            let packets: usize = rows.iter().map(|r| traces[r.trace].packets()).sum();
+            (rows, packets, load_secs, replaying.elapsed().as_secs_f64())
+        }
+        Mode::Playout => {
+            let load_secs = started.elapsed().as_secs_f64();
+            let replaying = Instant::now();
+            let rows = execute_playout(&loaded, policies, &args.options, shard)?;
+            let per_trace: Vec<usize> = loaded
+                .iter()
+                .map(|l| l.views().iter().map(|v| v.samples.len()).sum())
+                .collect();
+            let packets: usize = rows.iter().map(|r| per_trace[r.trace]).sum();
+            (rows, packets, load_secs, replaying.elapsed().as_secs_f64())
+        }
+    };
+    Ok((mode, names, rows, packets, load_secs, secs))
 }
 
 /// The Pareto frontier of a playout sweep: worst mean playout delay against worst concealment.

@@ -81,26 +81,54 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         crate::input::not_stdout_dir(dir, "--report")?;
     }
     let constraints = args.limits.constraints()?;
-    let loaded = if args.traces.is_empty() {
-        vec![crate::sweeping::demo()?]
+    // With a grid given and no report to draw, the traces stream (the default grid reads the
+    // traces' packet rate first, and a report replays them frame by frame).
+    let grid_given = !args.options.grid.is_empty() || !args.options.sweeps.is_empty();
+    let streamed = if grid_given
+        && !args.traces.is_empty()
+        && args.report.is_none()
+        && !args.options.playout
+        && !args.options.in_memory
+    {
+        let policies = policies(&args.options, None)?;
+        crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
+            .map(|swept| (policies, swept))
     } else {
-        load_all(&args.traces, &args.options)?
+        None
     };
-    let mode = Mode::choose(&args.options, &loaded);
-    let rate = packet_rate(loaded.iter().map(|l| &l.decoded));
-    let fallback = match mode {
-        Mode::Snapshot => default_tune_grid_for(rate),
-        Mode::Playout => default_playout_grid_of(rate, playout_media(&loaded)),
-    };
-    let policies = policies(&args.options, Some(fallback))?;
-    let rows = match mode {
-        Mode::Snapshot => {
-            let traces: Vec<SweepTrace<'_>> = loaded.iter().map(TraceStreams::prepare).collect();
-            execute(&traces, &policies, &args.options, Shard::ALL)?
+    let (loaded, mode, policies, rows, names) = match streamed {
+        Some((policies, swept)) => (
+            Vec::new(),
+            Mode::Snapshot,
+            policies,
+            swept.rows,
+            swept.names,
+        ),
+        None => {
+            let loaded = if args.traces.is_empty() {
+                vec![crate::sweeping::demo()?]
+            } else {
+                load_all(&args.traces, &args.options)?
+            };
+            let mode = Mode::choose(&args.options, &loaded);
+            let rate = packet_rate(loaded.iter().map(|l| &l.decoded));
+            let fallback = match mode {
+                Mode::Snapshot => default_tune_grid_for(rate),
+                Mode::Playout => default_playout_grid_of(rate, playout_media(&loaded)),
+            };
+            let policies = policies(&args.options, Some(fallback))?;
+            let rows = match mode {
+                Mode::Snapshot => {
+                    let traces: Vec<SweepTrace<'_>> =
+                        loaded.iter().map(TraceStreams::prepare).collect();
+                    execute(&traces, &policies, &args.options, Shard::ALL)?
+                }
+                Mode::Playout => execute_playout(&loaded, &policies, &args.options, Shard::ALL)?,
+            };
+            let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
+            (loaded, mode, policies, rows, names)
         }
-        Mode::Playout => execute_playout(&loaded, &policies, &args.options, Shard::ALL)?,
     };
-    let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();
     let t = tune(&rows, &policies, &constraints);
     let mut out = crate::say::stdout();
     if args.json {

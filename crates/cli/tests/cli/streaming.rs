@@ -297,3 +297,76 @@ fn streamed_replay_prints_the_in_memory_json() {
         }
     }
 }
+
+/// `sweep` in streaming passes writes the in-memory sweep's rows byte for byte (bounds and
+/// provenance included), over several traces, a shard, one thread or two; `tune` with a grid
+/// gives the same recommendation JSON.
+#[test]
+fn streamed_sweep_and_tune_write_the_in_memory_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = vec![demo_trace()];
+    for (i, profile) in ["congested", "lte-driving"].iter().enumerate() {
+        let path = dir.path().join(format!("{profile}.jtr"));
+        jitterlab()
+            .args(["synth", "--profile", profile, "--duration", "30s", "--seed"])
+            .arg((i + 7).to_string())
+            .arg("-o")
+            .arg(&path)
+            .assert()
+            .success();
+        traces.push(path);
+    }
+    let grid = [
+        "--sweep",
+        "fixed:delay=0..200ms/40ms,max_gap=100ms|300ms",
+        "--sweep",
+        "jitter:a=1|3,k=2",
+        "--sweep",
+        "mirror:buffer_limit=2|8",
+    ];
+    let sweep = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let o = jitterlab()
+            .arg("sweep")
+            .args(&traces)
+            .args(grid)
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+        (std::fs::read_to_string(&out).unwrap(), stderr)
+    };
+    for extra in [
+        &[][..],
+        &["-j", "1"],
+        &["--shard", "2/3", "-j", "2"],
+        &["--clock", "offset=-15"],
+    ] {
+        let (streamed, stderr) = sweep("s.json", extra);
+        assert!(
+            stderr.contains("in streaming passes"),
+            "{extra:?}: {stderr}"
+        );
+        let mut memory_args = extra.to_vec();
+        memory_args.push("--in-memory");
+        let (memory, _) = sweep("m.json", &memory_args);
+        assert_eq!(streamed, memory, "{extra:?}");
+        assert!(streamed.contains("bound_ms"), "{streamed}");
+        std::fs::remove_file(dir.path().join("s.json")).unwrap();
+        std::fs::remove_file(dir.path().join("m.json")).unwrap();
+    }
+    let tune = |extra: &[&str]| {
+        let o = jitterlab()
+            .arg("tune")
+            .args(&traces)
+            .args(grid)
+            .args(extra)
+            .arg("--json")
+            .assert()
+            .success();
+        String::from_utf8_lossy(&o.get_output().stdout).into_owned()
+    };
+    assert_eq!(tune(&[]), tune(&["--in-memory"]));
+}

@@ -84,6 +84,10 @@ pub struct StreamedStream {
     pub packets: u64,
     /// Per policy, the metrics.
     pub metrics: Vec<Metrics>,
+    /// With [`StreamingReplay::needs`]: each frame's `(local time, need ms)` from the first
+    /// arrival to the last, as [`crate::FramePlan`] computes them for the bounds; `None`
+    /// without, or when the trace had more frames than the cap.
+    pub needs: Option<Vec<(Nanos, f64)>>,
 }
 
 /// Replays every stream of a trace through several policies in one pass, as the trace is
@@ -98,6 +102,9 @@ pub struct StreamingReplay {
     broken: Option<Unstreamable>,
     horizon: Nanos,
     trim_every: u64,
+    /// Keep every frame's need for the bounds, up to this many frames over all streams.
+    needs_cap: usize,
+    needs_kept: usize,
 }
 
 impl std::fmt::Debug for StreamingReplay {
@@ -146,7 +153,17 @@ impl StreamingReplay {
             broken: None,
             horizon: HORIZON,
             trim_every: TRIM_EVERY,
+            needs_cap: 0,
+            needs_kept: 0,
         })
+    }
+
+    /// Also keeps, per stream, every frame's need from the first arrival to the last (what
+    /// [`crate::FramePlan`] gives [`crate::bound`]), up to `cap` frames over all streams:
+    /// [`StreamedStream::needs`] is `None` for every stream once a trace has more.
+    pub fn needs(mut self, cap: usize) -> Self {
+        self.needs_cap = cap;
+        self
     }
 
     /// The least horizon a frame's error waits for (default [`HORIZON`]): shorter holds
@@ -209,12 +226,26 @@ impl StreamingReplay {
             constant_offset: self.constant_offset,
             horizon: self.horizon,
             trim_every: self.trim_every,
+            needs: self.needs_cap > 0,
         };
+        let before = live.needs.len();
         let result = if truth {
             live.truth(sample, &ctx)
         } else {
             live.receive(sample, &ctx)
         };
+        if self.needs_cap > 0 {
+            let after = live.needs.len();
+            self.needs_kept += after - before;
+            if self.needs_kept > self.needs_cap {
+                // Too many frames to keep: no stream gets its needs.
+                self.needs_cap = 0;
+                for live in self.streams.iter_mut().flatten() {
+                    live.needs = Vec::new();
+                    live.needs_dropped = true;
+                }
+            }
+        }
         if let Err(why) = result {
             self.broken = Some(Unstreamable::Trace {
                 stream: id as u32,
@@ -253,6 +284,7 @@ impl StreamingReplay {
             constant_offset: self.constant_offset,
             horizon: self.horizon,
             trim_every: self.trim_every,
+            needs: self.needs_cap > 0,
         };
         let mut out = Vec::new();
         for live in self.streams.into_iter().flatten() {
@@ -282,6 +314,7 @@ struct Ctx<'a> {
     constant_offset: Option<Nanos>,
     horizon: Nanos,
     trim_every: u64,
+    needs: bool,
 }
 
 /// The samples of a stream still being read that a lane may read.
@@ -386,6 +419,10 @@ struct Live {
     detector: Detector,
     spikes: Vec<Spike>,
     ever_referenced: bool,
+    /// The newest send time offered to the lanes, and the frames' needs (for the bounds).
+    newest_offered: Option<Nanos>,
+    needs: Vec<(Nanos, f64)>,
+    needs_dropped: bool,
 }
 
 impl Live {
@@ -436,6 +473,9 @@ impl Live {
             detector: Detector::new(SpikeRule::default()),
             spikes: Vec::new(),
             ever_referenced: false,
+            newest_offered: None,
+            needs: Vec::new(),
+            needs_dropped: false,
         }
     }
 
@@ -556,7 +596,7 @@ impl Live {
         while let Some((at, k)) = self.frames.as_ref().and_then(OpenFrames::peek)
             && at < s.arrival
         {
-            self.render(at, k, ctx, |_| true);
+            self.render(at, k, ctx, false, |_| true);
             if let Some(f) = &mut self.frames {
                 f.advance();
             }
@@ -585,7 +625,15 @@ impl Live {
     }
 
     /// Renders frame `k` at `at` in the lanes whose delay `wanted` picks.
-    fn render(&mut self, at: Nanos, k: u64, ctx: &Ctx<'_>, wanted: impl Fn(Nanos) -> bool) {
+    /// `end`: after the stream's last arrival.
+    fn render(
+        &mut self,
+        at: Nanos,
+        k: u64,
+        ctx: &Ctx<'_>,
+        end: bool,
+        wanted: impl Fn(Nanos) -> bool,
+    ) {
         let window = &self.window;
         for idx in self.queued.drain(..) {
             let sample = window.sample(idx);
@@ -597,11 +645,23 @@ impl Live {
             each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
                 lane.packet(window, packet, at);
             });
+            let newest = self.newest_offered.get_or_insert(packet.send);
+            *newest = (*newest).max(packet.send);
         }
         let offset = match ctx.constant_offset {
             Some(o) => o,
             None => self.online.offset_at(at),
         };
+        // The frames from the first arrival to the last (`FramePlan::needs_ms`): every frame
+        // rendered while the stream is read, and those at the end up to its last arrival.
+        if ctx.needs
+            && !self.needs_dropped
+            && (!end || at <= self.last)
+            && let Some(newest) = self.newest_offered
+        {
+            self.needs
+                .push((at, (at + offset - newest).as_nanos() as f64 * 1e-6));
+        }
         let mut value = Vec::new();
         each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
             lane.frame::<false, _>(window, at, offset, &mut value, &mut |_| {});
@@ -674,6 +734,7 @@ impl Live {
                 channels: self.channels,
                 packets: 0,
                 metrics,
+                needs: ctx.needs.then(Vec::new),
             });
         };
         let span = (first, self.last);
@@ -700,7 +761,9 @@ impl Live {
             if !any {
                 break;
             }
-            self.render(at, k, ctx, |delay| renders(frames, span, delay, k, at));
+            self.render(at, k, ctx, true, |delay| {
+                renders(frames, span, delay, k, at)
+            });
             if let Some(f) = &mut self.frames {
                 f.advance();
             }
@@ -729,6 +792,7 @@ impl Live {
             channels: self.channels,
             packets: count,
             metrics,
+            needs: (ctx.needs && !self.needs_dropped).then_some(self.needs),
         })
     }
 }
