@@ -71,6 +71,16 @@ pub struct Interpolator {
 pub const BUFFER_COUNT_LIMIT: usize = 100;
 
 impl Interpolator {
+    /// The lowest sample index held (queued, or the interpolation's start or target).
+    pub fn oldest_idx(&self) -> Option<u32> {
+        self.queue
+            .iter()
+            .chain(&self.start)
+            .chain(&self.target)
+            .map(|i| i.idx)
+            .min()
+    }
+
     /// Queues a measurement sent at `item.sent`.
     pub fn add(&mut self, item: Item) -> Added {
         if self.last_added.is_some_and(|last| item.sent <= last) {

@@ -284,6 +284,16 @@ impl Engine for FishNetEngine {
         (applied, pick)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        let moving = self.moving.as_ref().map(|(g, _)| g);
+        self.queue
+            .iter()
+            .chain(&self.shown)
+            .chain(moving)
+            .map(|g| g.idx)
+            .min()
+    }
+
     fn counters(&self) -> Counters {
         self.counters
     }

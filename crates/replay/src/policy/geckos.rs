@@ -196,6 +196,10 @@ impl Engine for GeckosEngine {
         self.vault.show(now, target, false, false)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        self.vault.oldest_idx()
+    }
+
     fn counters(&self) -> Counters {
         self.vault.counters()
     }

@@ -266,6 +266,10 @@ impl Engine for LightyearEngine {
         self.vault.show(now, t, false, scaled)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        self.vault.oldest_idx()
+    }
+
     fn counters(&self) -> Counters {
         self.vault.counters()
     }

@@ -176,6 +176,10 @@ impl Engine for MirrorEngine {
         (applied, pick)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        self.mirror.buffer.iter().map(|s| s.idx).min()
+    }
+
     fn counters(&self) -> Counters {
         self.counters
     }

@@ -292,6 +292,10 @@ impl Engine for N4eEngine {
         self.vault.show(now, target, false, scaled)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        self.vault.oldest_idx()
+    }
+
     fn counters(&self) -> Counters {
         self.vault.counters()
     }

@@ -112,6 +112,10 @@ impl Engine for NgoEngine {
         (applied, pick)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        self.interp.oldest_idx()
+    }
+
     fn counters(&self) -> Counters {
         self.counters
     }

@@ -197,6 +197,10 @@ impl Engine for UnrealNpEngine {
         self.vault.show(now, t, false, fast)
     }
 
+    fn oldest_idx(&self) -> Option<u32> {
+        self.vault.oldest_idx()
+    }
+
     fn counters(&self) -> Counters {
         self.vault.counters()
     }

@@ -18,6 +18,11 @@ pub(crate) struct Vault {
 }
 
 impl Vault {
+    /// The lowest sample index held.
+    pub(crate) fn oldest_idx(&self) -> Option<u32> {
+        self.items.iter().map(|p| p.idx).min()
+    }
+
     /// An empty vault; `max_gap`: never interpolate across a wider pair (`None`: any pair).
     pub(crate) fn new(capacity: usize, max_gap: Option<Nanos>) -> Self {
         Self {
