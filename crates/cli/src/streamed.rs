@@ -45,7 +45,7 @@ pub(crate) fn sweep(
     let frames = FrameClock::Fps(o.fps);
     frames.validate()?;
     let clock: ClockMapping = o.clock.parse()?;
-    if paths.iter().any(|p| is_stdio(p)) {
+    if paths.iter().any(is_stdio) {
         return Ok(None);
     }
     for policy in policies {

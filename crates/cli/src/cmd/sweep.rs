@@ -128,14 +128,12 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The sweep with every trace loaded whole: (mode, trace names, rows, packets over the rows,
-/// seconds reading, seconds replaying).
-fn in_memory(
-    args: &Args,
-    policies: &[Policy],
-    shard: Shard,
-    started: Instant,
-) -> Result<(Mode, Vec<String>, Vec<Row>, usize, f64, f64)> {
+/// What a sweep made: its mode, the traces' names, the rows, packets over the rows, seconds
+/// reading and seconds replaying.
+type Outcome = (Mode, Vec<String>, Vec<Row>, usize, f64, f64);
+
+/// The sweep with every trace loaded whole.
+fn in_memory(args: &Args, policies: &[Policy], shard: Shard, started: Instant) -> Result<Outcome> {
     let loaded = load_all(&args.traces, &args.options)?;
     let mode = Mode::choose(&args.options, &loaded);
     let names: Vec<String> = loaded.iter().map(|t| t.name.clone()).collect();

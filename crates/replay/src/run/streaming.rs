@@ -369,9 +369,12 @@ enum Mode {
 /// One stream's lanes: per policy, its lane and longest delay; jitterlab's snapshot buffer
 /// in one vector (its steps inline), the engines of presets' own in the other.
 struct Lanes {
-    snapshot: Vec<(usize, Nanos, Lane<SnapshotEngine>)>,
-    own: Vec<(usize, Nanos, Lane<Box<dyn Engine>>)>,
+    snapshot: Vec<Slot<SnapshotEngine>>,
+    own: Vec<Slot<Box<dyn Engine>>>,
 }
+
+/// A lane with its policy's index and longest delay.
+type Slot<E> = (usize, Nanos, Lane<E>);
 
 /// Runs `$body` with `$lane` (and its policy index and delay) for every lane of `$lanes`.
 macro_rules! each_lane {
