@@ -12,11 +12,16 @@ use crate::buffer::{Counters, HoldReason, Mode};
 ///
 /// A positive f64's bit pattern grows with its value, so its exponent and first 7 mantissa
 /// bits make a monotone bucket index into a fixed array of ~6,500 counters: adding is an index
-/// and an increment, and memory does not depend on how many values are added.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// and an increment, and memory does not depend on how many values are added. Until its
+/// values fall in more than a few dozen buckets, a histogram keeps (bucket, count) pairs
+/// instead (a streaming pass over 100,000 short streams holds two histograms per stream and
+/// configuration).
+#[derive(Clone, Debug, Default)]
 pub struct LogHistogram {
-    /// Allocated at the first value.
+    /// Allocated when the values fill more buckets than `few` keeps.
     counts: Option<Box<[u64; Self::BUCKETS]>>,
+    /// (bucket, count) while `counts` is not allocated, in no order.
+    few: Vec<(u16, u64)>,
     count: u64,
     sum: f64,
     /// 0 while empty: every value counted is at least 0.
@@ -67,16 +72,53 @@ impl LogHistogram {
         }
     }
 
-    /// [`Self::add`] of the first value, of a negative one or of NaN.
+    /// Distinct buckets kept as pairs before the array is allocated.
+    const FEW: usize = 32;
+
+    /// Adds `n` to bucket `b`.
+    fn bump(&mut self, b: usize, n: u64) {
+        if let Some(counts) = &mut self.counts {
+            counts[b] += n;
+            return;
+        }
+        if let Some(slot) = self.few.iter_mut().find(|(k, _)| *k as usize == b) {
+            slot.1 += n;
+            return;
+        }
+        if self.few.len() < Self::FEW {
+            self.few.push((b as u16, n));
+            return;
+        }
+        let mut counts = Box::new([0; Self::BUCKETS]);
+        for &(k, c) in &self.few {
+            counts[k as usize] += c;
+        }
+        counts[b] += n;
+        self.counts = Some(counts);
+        self.few = Vec::new();
+    }
+
+    /// Every bucket's count, in bucket order (empty buckets included once the array is
+    /// allocated, left out before).
+    fn buckets(&self) -> Vec<(usize, u64)> {
+        match &self.counts {
+            Some(counts) => counts.iter().copied().enumerate().collect(),
+            None => {
+                let mut few: Vec<(usize, u64)> =
+                    self.few.iter().map(|&(k, c)| (k as usize, c)).collect();
+                few.sort_unstable();
+                few
+            }
+        }
+    }
+
+    /// [`Self::add`] of a value while the array is not allocated, of a negative one or of NaN.
     #[cold]
     fn add_first_or_negative(&mut self, value: f64) {
         if value.is_nan() {
             return;
         }
-        let counts = self
-            .counts
-            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
-        counts[Self::bucket(value.max(0.0))] += 1;
+        self.bump(Self::bucket(value.max(0.0)), 1);
         self.count += 1;
         self.sum += value;
         self.max = self.max.max(value);
@@ -88,10 +130,7 @@ impl LogHistogram {
             return;
         }
         let value = value.max(0.0);
-        let counts = self
-            .counts
-            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
-        counts[Self::bucket(value)] += n;
+        self.bump(Self::bucket(value), n);
         self.count += n;
         self.sum += value * n as f64;
         self.max = self.max.max(value);
@@ -102,23 +141,34 @@ impl LogHistogram {
         if n == 0 {
             return;
         }
-        let counts = self
-            .counts
-            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
-        counts[0] += n;
+        self.bump(0, n);
         self.count += n;
     }
 
     /// Adds every value of another histogram.
     pub fn merge(&mut self, other: &Self) {
-        let Some(theirs) = &other.counts else {
+        if other.count == 0 && other.counts.is_none() && other.few.is_empty() {
             return;
-        };
-        let ours = self
-            .counts
-            .get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
-        for (a, b) in ours.iter_mut().zip(theirs.iter()) {
-            *a += b;
+        }
+        match (&mut self.counts, &other.counts) {
+            (Some(ours), Some(theirs)) => {
+                for (a, b) in ours.iter_mut().zip(theirs.iter()) {
+                    *a += b;
+                }
+            }
+            (None, Some(theirs)) => {
+                let mut counts = theirs.clone();
+                for &(k, c) in &self.few {
+                    counts[k as usize] += c;
+                }
+                self.counts = Some(counts);
+                self.few = Vec::new();
+            }
+            (_, None) => {
+                for &(k, c) in &other.few {
+                    self.bump(k as usize, c);
+                }
+            }
         }
         self.max = self.max.max(other.max);
         self.count += other.count;
@@ -146,15 +196,36 @@ impl LogHistogram {
             return None;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let found = match &self.counts {
+            Some(counts) => Self::bucket_of_rank(counts.iter().copied().enumerate(), rank),
+            None => Self::bucket_of_rank(self.buckets().into_iter(), rank),
+        };
+        Some(found.map_or(self.max, |b| Self::bucket_mid(b).min(self.max)))
+    }
+
+    /// The bucket where the counts, in bucket order, reach `rank`.
+    fn bucket_of_rank(counts: impl Iterator<Item = (usize, u64)>, rank: u64) -> Option<usize> {
         let mut seen = 0u64;
-        let counts = self.counts.as_deref().into_iter().flatten();
-        for (b, &n) in counts.enumerate() {
+        for (b, n) in counts {
             seen += n;
             if seen >= rank {
-                return Some(Self::bucket_mid(b).min(self.max));
+                return Some(b);
             }
         }
-        Some(self.max)
+        None
+    }
+}
+
+impl PartialEq for LogHistogram {
+    /// The same values in every bucket, however each histogram keeps them.
+    fn eq(&self, other: &Self) -> bool {
+        let nonzero = |h: &Self| -> Vec<(usize, u64)> {
+            h.buckets().into_iter().filter(|&(_, c)| c > 0).collect()
+        };
+        self.count == other.count
+            && self.sum.to_bits() == other.sum.to_bits()
+            && self.max.to_bits() == other.max.to_bits()
+            && nonzero(self) == nonzero(other)
     }
 }
 
@@ -592,6 +663,44 @@ pub struct Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kept as a few pairs or in the array, merged from either, a histogram gives the same
+    /// figures: small histograms merged into one equal one of every value added.
+    #[test]
+    fn few_buckets_and_the_array_give_the_same_figures() {
+        let values: Vec<f64> = (0..3000)
+            .map(|i| ((i * 7919) % 1000) as f64 * 0.37)
+            .collect();
+        let mut whole = LogHistogram::default();
+        for &v in &values {
+            whole.add(v);
+        }
+        assert!(whole.counts.is_some());
+        let mut merged = LogHistogram::default();
+        for chunk in values.chunks(3) {
+            let mut small = LogHistogram::default();
+            for &v in chunk {
+                small.add(v);
+            }
+            assert!(small.counts.is_none() && small.few.len() <= 3);
+            merged.merge(&small);
+        }
+        assert_eq!(merged, whole);
+        for q in [0.0, 0.1, 0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(merged.quantile(q), whole.quantile(q), "q {q}");
+        }
+        // A few values: the pairs alone, their quantile the bucket's middle.
+        let mut few = LogHistogram::default();
+        few.add(10.0);
+        few.add(0.0);
+        few.add_zeros(2);
+        few.add_n(10.0, 3);
+        assert!(few.counts.is_none());
+        assert_eq!(few.count(), 7);
+        assert_eq!(few.quantile(0.4), Some(0.0));
+        let mid = LogHistogram::bucket_mid(LogHistogram::bucket(10.0)).min(10.0);
+        assert_eq!(few.quantile(0.9), Some(mid));
+    }
 
     #[test]
     fn histogram_quantiles_are_within_a_percent() {

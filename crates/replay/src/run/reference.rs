@@ -261,10 +261,11 @@ pub(super) struct Shown {
     pub(super) factor: Factor,
 }
 
-/// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
-/// enough for the replay loop, read only when a sample arrives late.
+/// The last frames shown, in a ring written once per frame (~8 s at 60 fps): cheap enough for
+/// the replay loop, read only when a sample arrives late. It grows to its size as frames come,
+/// so a stream of a few frames (one of 100,000 in a streaming pass) holds a few.
 pub(super) struct Recent {
-    frames: Box<[Shown; RECENT_LEN]>,
+    frames: Vec<Shown>,
     written: usize,
 }
 
@@ -274,21 +275,24 @@ const RECENT_LEN: usize = 512;
 impl Recent {
     pub(super) fn new() -> Self {
         Self {
-            frames: Box::new([Shown::default(); RECENT_LEN]),
+            frames: Vec::new(),
             written: 0,
         }
     }
 
     #[inline]
     pub(super) fn push(&mut self, f: Shown) {
-        self.frames[self.written % RECENT_LEN] = f;
+        if self.frames.len() < RECENT_LEN {
+            self.frames.push(f);
+        } else {
+            self.frames[self.written % RECENT_LEN] = f;
+        }
         self.written += 1;
     }
 
     /// The lowest sample index the frames kept name, if any.
     pub(super) fn oldest_idx(&self) -> Option<u32> {
-        let kept = self.written.min(RECENT_LEN);
-        self.frames[..kept]
+        self.frames
             .iter()
             .flat_map(|f| [f.from, f.to])
             .filter(|&i| i != u32::MAX)
