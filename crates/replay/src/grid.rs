@@ -481,9 +481,17 @@ pub fn default_tune_grid() -> Grid {
 /// The traffic's packet rate (the median over streams with more than one packet, rounded and
 /// kept within 1..=1000 Hz), for the engine presets' send rates.
 pub fn packet_rate<'a>(traces: impl IntoIterator<Item = &'a Decoded>) -> Option<u32> {
-    let mut rates: Vec<f64> = traces
+    let stats: Vec<jitterlab_capture::stats::StreamStats> = traces
         .into_iter()
         .flat_map(jitterlab_capture::stats::stream_stats)
+        .collect();
+    packet_rate_of(&stats)
+}
+
+/// [`packet_rate`] from the streams' figures (as `info`'s streaming pass gives them).
+pub fn packet_rate_of(streams: &[jitterlab_capture::stats::StreamStats]) -> Option<u32> {
+    let mut rates: Vec<f64> = streams
+        .iter()
         .filter(|s| s.packets > 1)
         .map(|s| (s.expected as f64 - 1.0) / s.duration().as_secs_f64().max(1e-9))
         .filter(|r| r.is_finite() && *r > 0.0)

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use jitterlab_replay::grid::{default_playout_grid_of, default_tune_grid_for, packet_rate};
+use jitterlab_replay::grid::{
+    default_playout_grid_of, default_tune_grid_for, packet_rate, packet_rate_of,
+};
 use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Candidate, Constraints, Tuning, tune};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
@@ -74,6 +76,27 @@ fn metrics_json(c: &Candidate, rows: &[Row], names: &[String]) -> Value {
     })
 }
 
+/// The configurations a streamed tune sweeps: the grid given, else the default grid for the
+/// traces' packet rate, read in one `info` pass over each. `None` when the traces are better
+/// swept in memory (one cannot be read, or holds RTP, whose mode and grid follow its media).
+fn streamed_grid(args: &Args) -> Result<Option<Vec<Policy>>> {
+    if !args.options.grid.is_empty() || !args.options.sweeps.is_empty() {
+        return Ok(Some(policies(&args.options, None)?));
+    }
+    let mut stats = Vec::new();
+    for path in &args.traces {
+        let Ok(summary) = crate::cmd::info::summarize(path, &args.options.decode, false) else {
+            return Ok(None);
+        };
+        if summary.decoded.streams.iter().any(|s| s.ssrc.is_some()) {
+            return Ok(None);
+        }
+        stats.extend(summary.streams.into_iter().map(|s| s.stats));
+    }
+    let grid = default_tune_grid_for(packet_rate_of(&stats));
+    Ok(Some(policies(&args.options, Some(grid))?))
+}
+
 pub(crate) fn run(args: &Args) -> Result<()> {
     crate::sweeping::use_threads(args.options.threads)?;
     crate::input::stdin_once(args.traces.iter().chain(&args.options.grid))?;
@@ -81,18 +104,19 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         crate::input::not_stdout_dir(dir, "--report")?;
     }
     let constraints = args.limits.constraints()?;
-    // With a grid given and no report to draw, the traces stream (the default grid reads the
-    // traces' packet rate first, and a report replays them frame by frame).
-    let grid_given = !args.options.grid.is_empty() || !args.options.sweeps.is_empty();
-    let streamed = if grid_given
-        && !args.traces.is_empty()
+    // Without a report to draw (it replays frame by frame), the traces stream.
+    let streamed = if !args.traces.is_empty()
         && args.report.is_none()
         && !args.options.playout
         && !args.options.in_memory
     {
-        let policies = policies(&args.options, None)?;
-        crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
-            .map(|swept| (policies, swept))
+        match streamed_grid(args)? {
+            Some(policies) => {
+                crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
+                    .map(|swept| (policies, swept))
+            }
+            None => None,
+        }
     } else {
         None
     };

@@ -361,12 +361,15 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
         let o = jitterlab()
             .arg("tune")
             .args(&traces)
-            .args(grid)
             .args(extra)
             .arg("--json")
             .assert()
             .success();
         String::from_utf8_lossy(&o.get_output().stdout).into_owned()
     };
-    assert_eq!(tune(&[]), tune(&["--in-memory"]));
+    assert_eq!(tune(&grid), tune(&[&grid[..], &["--in-memory"]].concat()));
+    // The default grid, for the traces' packet rate (read in an `info` pass first).
+    let default = tune(&[]);
+    assert!(default.contains("recommendation"), "{default}");
+    assert_eq!(default, tune(&["--in-memory"]));
 }
