@@ -270,6 +270,12 @@ fn pass(
         Err(e) => return give_up(e.to_string()),
     };
     let slots = decoded.streams.iter().map(|i| i.id as usize + 1).max();
+    // Where each stream id sits in `decoded.streams` (a trace may hold 100,000 streams).
+    let mut place = vec![usize::MAX; slots.unwrap_or(0)];
+    for (i, info) in decoded.streams.iter().enumerate() {
+        place[info.id as usize] = i;
+    }
+    let info_of = |id: u32| place.get(id as usize).and_then(|&i| decoded.streams.get(i));
     let mut by_id: Vec<Option<(Vec<Metrics>, Option<Needs>)>> = vec![None; slots.unwrap_or(0)];
     for s in streamed {
         let old = s.stream as usize;
@@ -277,7 +283,7 @@ fn pass(
         if new == u32::MAX {
             continue;
         }
-        let Some(info) = decoded.streams.iter().find(|i| i.id == new) else {
+        let Some(info) = info_of(new) else {
             // Left out by the selection.
             continue;
         };
@@ -301,7 +307,7 @@ fn pass(
         .counts
         .iter()
         .zip(&finished.new_id)
-        .filter(|&(_, &new)| decoded.streams.iter().any(|i| i.id == new))
+        .filter(|&(_, &new)| info_of(new).is_some())
         .map(|(&n, _)| n)
         .sum();
     let only = args.select.stream;

@@ -205,6 +205,34 @@ impl Segments {
     }
 }
 
+impl Curve {
+    /// [`Segments::curve`] of one frame per segment, straight from the frames' needs (ms, in
+    /// order) and exactly as it computes it, without a segment per frame: what the any-policy
+    /// bound of a trace of millions of frames takes.
+    pub fn of_singles(needs: impl IntoIterator<Item = f64>) -> Self {
+        // `floor` starts where `Iterator::sum` of floats starts: at −0.
+        let (mut frames, mut start, mut floor) = (0usize, 0.0f64, -0.0f64);
+        let mut pieces: Vec<(f64, usize)> = Vec::new();
+        for n in needs {
+            frames += 1;
+            // Its cost with nothing starved, and starved (no more than zero).
+            let (kept, starved) = (n * 1.0, n.min(0.0));
+            start += kept;
+            floor += starved;
+            pieces.push(((kept - starved) / 1.0, 1));
+        }
+        pieces.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Self {
+            frames,
+            exact: vec![start],
+            start,
+            floor,
+            pieces,
+            hull_exact: true,
+        }
+    }
+}
+
 /// The segment bound as a function of the budget: exact up to [`Curve::exact_up_to`],
 /// the Lagrangian relaxation beyond.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -406,6 +434,28 @@ pub fn starved_share(s: &crate::Summary) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The any-policy curve straight from the needs is the one-frame-per-segment curve, bit
+    /// for bit (negative needs, ties and zeros included).
+    #[test]
+    fn singles_straight_from_the_needs_are_the_segment_curve() {
+        for len in [0usize, 1, 2, 7, 1000] {
+            let frames: Vec<(Nanos, f64)> = (0..len)
+                .map(|i| {
+                    let need =
+                        ((i * 7919) % 61) as f64 * 1.7 - 20.0 + if i % 5 == 0 { 0.1 } else { 0.0 };
+                    (Nanos::from_millis(i as i64 * 16), need)
+                })
+                .collect();
+            let segments = Segments::windows(&frames, Nanos::ZERO).curve();
+            let straight = Curve::of_singles(frames.iter().map(|f| f.1));
+            assert_eq!(
+                format!("{straight:?}"),
+                format!("{segments:?}"),
+                "{len} frames"
+            );
+        }
+    }
 
     fn ms(v: i64) -> Nanos {
         Nanos::from_millis(v)

@@ -172,13 +172,15 @@ pub struct Bounds {
 impl Bounds {
     /// Both bounds over every stream's `(local time, need ms)` frames.
     pub fn of(streams: &[Vec<(jitterlab_capture::Nanos, f64)>]) -> Self {
-        let (mut any, mut window) = (Segments::default(), Segments::default());
+        let mut window = Segments::default();
         for frames in streams {
-            any.extend(Segments::windows(frames, jitterlab_capture::Nanos::ZERO));
             window.extend(Segments::windows(frames, DEFAULT_WINDOW));
         }
+        // One frame per segment, straight from the needs (a segment per frame would cost
+        // ~60 bytes a frame).
+        let any = Curve::of_singles(streams.iter().flatten().map(|&(_, need)| need));
         Self {
-            any: any.curve(),
+            any,
             window: window.curve(),
             talkspurt: Curve::default(),
         }

@@ -373,3 +373,25 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
     assert!(default.contains("recommendation"), "{default}");
     assert_eq!(default, tune(&["--in-memory"]));
 }
+
+/// `replay` of 100,000 two-packet streams, in one pass: every stream replayed, the summary
+/// over them all (`streamed_replay_prints_the_in_memory_json` compares 300 such streams with
+/// the in-memory path, which takes minutes over 100,000: it looks each stream up anew).
+#[test]
+fn a_hundred_thousand_tiny_streams_replay_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.jtr");
+    tiny_streams(&path, 100_000, 2);
+    let (streamed, stderr) = replay_out(&path, &["--policy", "fixed:delay=50ms"]);
+    assert!(!stderr.contains("in memory"), "{stderr}");
+    let v: Value = serde_json::from_str(&streamed).unwrap();
+    assert_eq!(v["streams"].as_array().unwrap().len(), 100_000);
+    assert_eq!(v["metrics"]["packets"], 200_000, "{}", v["metrics"]);
+    assert!(
+        v["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["metrics"]["packets"] == 2)
+    );
+}
