@@ -74,6 +74,9 @@ impl LogHistogram {
 
     /// Distinct buckets kept as pairs before the array is allocated.
     const FEW: usize = 32;
+    /// Values kept as pairs at most: a histogram that keeps growing gets its array (and the
+    /// one-branch `add`) whatever its spread.
+    const FEW_VALUES: u64 = 256;
 
     /// Adds `n` to bucket `b`.
     fn bump(&mut self, b: usize, n: u64) {
@@ -81,13 +84,15 @@ impl LogHistogram {
             counts[b] += n;
             return;
         }
-        if let Some(slot) = self.few.iter_mut().find(|(k, _)| *k as usize == b) {
-            slot.1 += n;
-            return;
-        }
-        if self.few.len() < Self::FEW {
-            self.few.push((b as u16, n));
-            return;
+        if self.count < Self::FEW_VALUES {
+            if let Some(slot) = self.few.iter_mut().find(|(k, _)| *k as usize == b) {
+                slot.1 += n;
+                return;
+            }
+            if self.few.len() < Self::FEW {
+                self.few.push((b as u16, n));
+                return;
+            }
         }
         let mut counts = Box::new([0; Self::BUCKETS]);
         for &(k, c) in &self.few {
