@@ -31,10 +31,16 @@ type Needs = Vec<(jitterlab_capture::Nanos, f64)>;
 /// Frames whose needs a sweep keeps for its bounds, over one trace: 16 bytes each, 256 MB.
 pub(crate) const NEEDS_CAP: usize = 16 << 20;
 
+/// Trace bytes, over all traces, from which a sweep streams unless told (`--in-memory`,
+/// `--streaming`): below, the whole traces fit in memory comfortably (~2 bytes of memory a
+/// byte of probe trace) and the in-memory sweep is about twice as fast per configuration.
+pub(crate) const STREAM_FROM_BYTES: u64 = 512 << 20;
+
 /// A snapshot sweep over trace files in streaming passes: the configurations of each trace
-/// in `shard` split over `threads` passes side by side. `Ok(None)` when one trace cannot be
-/// streamed (the caller sweeps every trace in memory); traces that cannot be read stop the
-/// sweep or, with `keep_going`, are skipped with a message, as in memory.
+/// in `shard` split over `threads` passes side by side. `Ok(None)` when the traces are better
+/// swept in memory (under [`STREAM_FROM_BYTES`] without `--streaming`) or one cannot be
+/// streamed; traces that cannot be read stop the sweep or, with `keep_going`, are skipped
+/// with a message, as in memory.
 pub(crate) fn sweep(
     paths: &[std::path::PathBuf],
     policies: &[Policy],
@@ -45,7 +51,7 @@ pub(crate) fn sweep(
     let frames = FrameClock::Fps(o.fps);
     frames.validate()?;
     let clock: ClockMapping = o.clock.parse()?;
-    if paths.iter().any(is_stdio) {
+    if !should_stream(paths, o) {
         return Ok(None);
     }
     for policy in policies {
@@ -160,6 +166,23 @@ pub(crate) fn sweep(
     // Trace-major, configuration-minor, as in memory.
     out.rows.sort_by_key(|r| (r.trace, r.config));
     Ok(Some(out))
+}
+
+/// Whether a sweep over `paths` streams: files (not standard input), in snapshot mode, with
+/// `--streaming` or of [`STREAM_FROM_BYTES`] or more, and not `--in-memory`.
+pub(crate) fn should_stream(
+    paths: &[std::path::PathBuf],
+    o: &crate::sweeping::SweepOptions,
+) -> bool {
+    if o.in_memory || o.playout || paths.is_empty() || paths.iter().any(is_stdio) {
+        return false;
+    }
+    let bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    o.streaming || bytes >= STREAM_FROM_BYTES
 }
 
 /// A streamed sweep's rows.

@@ -54,9 +54,13 @@ pub(crate) struct SweepOptions {
     #[arg(long)]
     pub(crate) snapshot: bool,
     /// Replay every trace whole in memory instead of in streaming passes (the same rows;
-    /// memory grows with the traces).
-    #[arg(long)]
+    /// memory grows with the traces). The default for traces under 512 MB in all.
+    #[arg(long, conflicts_with = "streaming")]
     pub(crate) in_memory: bool,
+    /// Replay every trace in streaming passes, memory bounded by the streams' windows (the
+    /// same rows; slower per configuration). The default for traces of 512 MB or more.
+    #[arg(long)]
+    pub(crate) streaming: bool,
     #[command(flatten)]
     pub(crate) quality: crate::input::QualityArgs,
     #[command(flatten)]

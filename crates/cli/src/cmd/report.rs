@@ -79,6 +79,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         playout: args.playout,
         snapshot: args.snapshot,
         in_memory: true,
+        streaming: false,
         quality: args.quality.clone(),
         decode: args.decode.clone(),
     };

@@ -63,11 +63,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         check_results_output_as(out, args.format.as_deref(), args.force)?;
     }
     let started = Instant::now();
-    let streamed = if args.options.playout || args.options.in_memory {
-        None
-    } else {
-        crate::streamed::sweep(&args.traces, &policies, &args.options, shard)?
-    };
+    let streamed = crate::streamed::sweep(&args.traces, &policies, &args.options, shard)?;
     let streaming = streamed.is_some();
     let (mode, names, rows, packets, load_secs, secs) = match streamed {
         Some(swept) => {

@@ -105,21 +105,18 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     }
     let constraints = args.limits.constraints()?;
     // Without a report to draw (it replays frame by frame), the traces stream.
-    let streamed = if !args.traces.is_empty()
-        && args.report.is_none()
-        && !args.options.playout
-        && !args.options.in_memory
-    {
-        match streamed_grid(args)? {
-            Some(policies) => {
-                crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
-                    .map(|swept| (policies, swept))
+    let streamed =
+        if args.report.is_none() && crate::streamed::should_stream(&args.traces, &args.options) {
+            match streamed_grid(args)? {
+                Some(policies) => {
+                    crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
+                        .map(|swept| (policies, swept))
+                }
+                None => None,
             }
-            None => None,
-        }
-    } else {
-        None
-    };
+        } else {
+            None
+        };
     let (loaded, mode, policies, rows, names) = match streamed {
         Some((policies, swept)) => (
             Vec::new(),

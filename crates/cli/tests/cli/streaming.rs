@@ -331,6 +331,7 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
             .args(&traces)
             .args(grid)
             .args(extra)
+            .arg("--streaming")
             .arg("-o")
             .arg(&out)
             .assert()
@@ -349,9 +350,19 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
             stderr.contains("in streaming passes"),
             "{extra:?}: {stderr}"
         );
-        let mut memory_args = extra.to_vec();
-        memory_args.push("--in-memory");
-        let (memory, _) = sweep("m.json", &memory_args);
+        let memory = {
+            let out = dir.path().join("m.json");
+            jitterlab()
+                .arg("sweep")
+                .args(&traces)
+                .args(grid)
+                .args(extra)
+                .args(["--in-memory", "-o"])
+                .arg(&out)
+                .assert()
+                .success();
+            std::fs::read_to_string(&out).unwrap()
+        };
         assert_eq!(streamed, memory, "{extra:?}");
         assert!(streamed.contains("bound_ms"), "{streamed}");
         std::fs::remove_file(dir.path().join("s.json")).unwrap();
@@ -367,11 +378,31 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
             .success();
         String::from_utf8_lossy(&o.get_output().stdout).into_owned()
     };
-    assert_eq!(tune(&grid), tune(&[&grid[..], &["--in-memory"]].concat()));
+    assert_eq!(
+        tune(&[&grid[..], &["--streaming"]].concat()),
+        tune(&[&grid[..], &["--in-memory"]].concat())
+    );
     // The default grid, for the traces' packet rate (read in an `info` pass first).
-    let default = tune(&[]);
+    let default = tune(&["--streaming"]);
     assert!(default.contains("recommendation"), "{default}");
     assert_eq!(default, tune(&["--in-memory"]));
+    // Small traces sweep in memory unless told: the note says which.
+    let (_, stderr) = {
+        let out = dir.path().join("d.json");
+        let o = jitterlab()
+            .arg("sweep")
+            .args(&traces)
+            .args(grid)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        (
+            (),
+            String::from_utf8_lossy(&o.get_output().stderr).into_owned(),
+        )
+    };
+    assert!(stderr.contains("s reading"), "{stderr}");
 }
 
 /// `replay` of 100,000 two-packet streams, in one pass: every stream replayed, the summary
