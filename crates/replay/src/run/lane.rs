@@ -7,7 +7,7 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::Sample;
 
 use super::prepare::Prepared;
-use super::reference::{Recent, ReferenceTrack, Shown, correction};
+use super::reference::{Fixed, Recent, ReferenceTrack, Ring, Shown, correction};
 use crate::buffer::{HoldReason, Mode, Packet};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -117,11 +117,12 @@ pub struct Frame<'a> {
     pub startup: bool,
 }
 
-/// One replay's state in the replay loop: its engine and what it has measured so far.
-pub(super) struct Lane<E> {
+/// One replay's state in the replay loop: its engine and what it has measured so far; `R`
+/// keeps its recent frames (see [`Recent`]).
+pub(super) struct Lane<E, R = Fixed> {
     engine: E,
     metrics: Metrics,
-    recent: Recent,
+    recent: Recent<R>,
     /// Where the error reference was last read.
     cursor: usize,
     prev_target: Option<Nanos>,
@@ -144,7 +145,9 @@ impl<E: Engine> Lane<E> {
             engine,
         )
     }
+}
 
+impl<E: Engine, R: Ring> Lane<E, R> {
     /// A lane for stream `stream_id`, its error measured against `reference`.
     pub(super) fn of_stream(
         stream_id: u32,

@@ -261,38 +261,117 @@ pub(super) struct Shown {
     pub(super) factor: Factor,
 }
 
-/// The last frames shown, in a ring written once per frame (~8 s at 60 fps): cheap enough for
-/// the replay loop, read only when a sample arrives late. It grows to its size as frames come,
-/// so a stream of a few frames (one of 100,000 in a streaming pass) holds a few.
-pub(super) struct Recent {
-    frames: Vec<Shown>,
+/// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
+/// enough for the replay loop, read only when a sample arrives late. Where the ring lives is
+/// `R`'s choice: allocated whole ([`Fixed`], the in-memory replay's), or after a replay's
+/// first frames ([`Growing`], a streaming pass's, where a stream of a few frames, one of
+/// 100,000, holds a few).
+pub(super) struct Recent<R = Fixed> {
+    ring: R,
     written: usize,
 }
 
 /// Frames kept for correction distances.
 const RECENT_LEN: usize = 512;
 
-impl Recent {
+/// Where [`Recent`] keeps its frames.
+pub(super) trait Ring {
+    fn new() -> Self;
+    /// Writes frame number `i` (the next one).
+    fn put(&mut self, i: usize, f: Shown);
+    /// The frames kept, in no particular order, once `written` were.
+    fn kept(&self, written: usize) -> &[Shown];
+    /// Frame number `i`, one of the last [`RECENT_LEN`].
+    fn get(&self, i: usize) -> &Shown;
+}
+
+/// The ring, allocated whole.
+pub(super) struct Fixed(Box<[Shown; RECENT_LEN]>);
+
+impl Ring for Fixed {
+    fn new() -> Self {
+        Self(Box::new([Shown::default(); RECENT_LEN]))
+    }
+
+    #[inline(always)]
+    fn put(&mut self, i: usize, f: Shown) {
+        self.0[i % RECENT_LEN] = f;
+    }
+
+    fn kept(&self, written: usize) -> &[Shown] {
+        &self.0[..written.min(RECENT_LEN)]
+    }
+
+    fn get(&self, i: usize) -> &Shown {
+        &self.0[i % RECENT_LEN]
+    }
+}
+
+/// A short list of the first frames, then the ring.
+pub(super) struct Growing {
+    first: Vec<Shown>,
+    ring: Option<Fixed>,
+}
+
+/// Frames [`Growing`] keeps in its list before it allocates the ring.
+const FIRST: usize = 64;
+
+impl Ring for Growing {
+    fn new() -> Self {
+        Self {
+            first: Vec::new(),
+            ring: None,
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, i: usize, f: Shown) {
+        if let Some(ring) = &mut self.ring {
+            ring.put(i, f);
+        } else if self.first.len() < FIRST {
+            self.first.push(f);
+        } else {
+            let mut ring = Fixed::new();
+            ring.0[..self.first.len()].copy_from_slice(&self.first);
+            ring.put(i, f);
+            self.ring = Some(ring);
+            self.first = Vec::new();
+        }
+    }
+
+    fn kept(&self, written: usize) -> &[Shown] {
+        match &self.ring {
+            Some(ring) => ring.kept(written),
+            None => &self.first,
+        }
+    }
+
+    fn get(&self, i: usize) -> &Shown {
+        match &self.ring {
+            Some(ring) => ring.get(i),
+            None => &self.first[i],
+        }
+    }
+}
+
+impl<R: Ring> Recent<R> {
     pub(super) fn new() -> Self {
         Self {
-            frames: Vec::new(),
+            ring: R::new(),
             written: 0,
         }
     }
 
     #[inline]
     pub(super) fn push(&mut self, f: Shown) {
-        if self.frames.len() < RECENT_LEN {
-            self.frames.push(f);
-        } else {
-            self.frames[self.written % RECENT_LEN] = f;
-        }
+        self.ring.put(self.written, f);
         self.written += 1;
     }
 
     /// The lowest sample index the frames kept name, if any.
     pub(super) fn oldest_idx(&self) -> Option<u32> {
-        self.frames
+        self.ring
+            .kept(self.written)
             .iter()
             .flat_map(|f| [f.from, f.to])
             .filter(|&i| i != u32::MAX)
@@ -305,7 +384,7 @@ impl Recent {
         let mut i = self.written;
         while i > oldest {
             i -= 1;
-            let f = &self.frames[i % RECENT_LEN];
+            let f = self.ring.get(i);
             if f.target <= t {
                 return Some(*f);
             }
@@ -317,9 +396,9 @@ impl Recent {
 /// The distance between what the last frame at or before sample `idx`'s send time showed and
 /// the sample itself, over the error channels: how far a late sample corrects the display.
 /// `sample` gives a sample by its index.
-pub(super) fn correction<'s>(
+pub(super) fn correction<'s, R: Ring>(
     sample: impl Fn(u32) -> &'s Sample,
-    recent: &Recent,
+    recent: &Recent<R>,
     reference: &ReferenceTrack,
     idx: u32,
 ) -> Option<f64> {

@@ -32,7 +32,7 @@ use jitterlab_capture::decode::{Sample, SampleSink, StreamInfo};
 
 use super::frames::{OpenFrames, renders};
 use super::lane::{Lane, Source};
-use super::reference::{Placed, ReferenceTrack};
+use super::reference::{Growing, Placed, ReferenceTrack};
 use super::{FrameClock, Stream};
 use crate::buffer::{Packet, SeqWindow};
 use crate::clock::{ClockMapping, OnlineClock};
@@ -373,8 +373,9 @@ struct Lanes {
     own: Vec<Slot<Box<dyn Engine>>>,
 }
 
-/// A lane with its policy's index and longest delay.
-type Slot<E> = (usize, Nanos, Lane<E>);
+/// A lane with its policy's index and longest delay (its recent frames kept as a stream of a
+/// few frames needs).
+type Slot<E> = (usize, Nanos, Lane<E, Growing>);
 
 /// Runs `$body` with `$lane` (and its policy index and delay) for every lane of `$lanes`.
 macro_rules! each_lane {
