@@ -203,9 +203,10 @@ impl StreamingReplay {
         Ok(())
     }
 
-    /// The next received (`truth` false) or ground-truth sample, in the trace's order; `info`
-    /// is its stream as known so far (for the channel names).
-    pub fn push(&mut self, sample: Sample, truth: bool, info: Option<&StreamInfo>) {
+    /// The next received (`truth` false) or ground-truth sample, in the trace's order;
+    /// `channels` are its stream's value channel names as known so far (read at the stream's
+    /// first sample only).
+    pub fn push(&mut self, sample: Sample, truth: bool, channels: Option<&[String]>) {
         if self.broken.is_some() {
             return;
         }
@@ -216,7 +217,7 @@ impl StreamingReplay {
         let live = self.streams[id].get_or_insert_with(|| {
             Box::new(Live::new(
                 sample.stream,
-                info.map(|i| i.channels.clone()).unwrap_or_default(),
+                channels.map(<[String]>::to_vec).unwrap_or_default(),
                 &self.policies,
             ))
         });
@@ -302,7 +303,7 @@ impl SampleSink for StreamingReplay {
     fn samples(&mut self, samples: &mut Vec<Sample>, truth: bool, streams: &[StreamInfo]) {
         for s in samples.drain(..) {
             let info = streams.get(s.stream as usize);
-            self.push(s, truth, info);
+            self.push(s, truth, info.map(|i| i.channels.as_slice()));
         }
     }
 }
