@@ -185,6 +185,33 @@ pub(crate) fn should_stream(
     o.streaming || bytes >= STREAM_FROM_BYTES
 }
 
+/// The figures of every stream of `path` selected by `decode` (one streaming `info` pass, no
+/// notes: the sweep's own pass gives them), and whether one is RTP.
+///
+/// # Errors
+/// The trace cannot be read, or the selection matches nothing.
+pub(crate) fn stream_stats(
+    path: &Path,
+    decode: &DecodeArgs,
+) -> Result<(Vec<jitterlab_capture::stats::StreamStats>, bool)> {
+    use jitterlab_capture::stats::Accumulator;
+    let read = read_trace(path, decode, false, |header, config| {
+        Ok(Collector::with_sink(
+            header,
+            config,
+            Accumulator::default(),
+        )?)
+    })?;
+    // The counts, loss and duration are final after one pass (a second refines only
+    // inter-arrival percentiles).
+    let (mut summary, _) = Accumulator::summarize(read.push.finish_parts(), false);
+    let before: Vec<u32> = summary.decoded.streams.iter().map(|s| s.id).collect();
+    decode.select.apply(&mut summary.decoded, &shown(path))?;
+    summary.retain_listed(&before);
+    let rtp = summary.decoded.streams.iter().any(|s| s.ssrc.is_some());
+    Ok((summary.streams.into_iter().map(|s| s.stats).collect(), rtp))
+}
+
 /// A streamed sweep's rows.
 #[derive(Default)]
 pub(crate) struct Swept {

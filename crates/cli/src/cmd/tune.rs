@@ -85,13 +85,10 @@ fn streamed_grid(args: &Args) -> Result<Option<Vec<Policy>>> {
     }
     let mut stats = Vec::new();
     for path in &args.traces {
-        let Ok(summary) = crate::cmd::info::summarize(path, &args.options.decode, false) else {
-            return Ok(None);
-        };
-        if summary.decoded.streams.iter().any(|s| s.ssrc.is_some()) {
-            return Ok(None);
+        match crate::streamed::stream_stats(path, &args.options.decode) {
+            Ok((streams, false)) => stats.extend(streams),
+            _ => return Ok(None),
         }
-        stats.extend(summary.streams.into_iter().map(|s| s.stats));
     }
     let grid = default_tune_grid_for(packet_rate_of(&stats));
     Ok(Some(policies(&args.options, Some(grid))?))
