@@ -116,6 +116,8 @@ pub struct StreamDecoder {
     unstamped: Vec<bool>,
     /// Flow numbers (see `pair_of`).
     pairs: HashMap<(Option<Endpoint>, Option<Endpoint>), u32>,
+    /// The previous record's flow and number: most records belong to the flow before.
+    last_pair: Option<((Option<Endpoint>, Option<Endpoint>), u32)>,
 }
 
 impl StreamDecoder {
@@ -131,6 +133,7 @@ impl StreamDecoder {
             parsers: HashMap::new(),
             unstamped: Vec::new(),
             pairs: HashMap::new(),
+            last_pair: None,
         }
     }
 
@@ -239,8 +242,15 @@ impl StreamDecoder {
     /// The number of the flow from `src` to `dst` (received and ground-truth records of one
     /// flow share it, so that their streams are the same).
     pub(super) fn pair_of(&mut self, src: Option<Endpoint>, dst: Option<Endpoint>) -> u32 {
+        if let Some((flow, pair)) = self.last_pair
+            && flow == (src, dst)
+        {
+            return pair;
+        }
         let next = self.pairs.len() as u32;
-        *self.pairs.entry((src, dst)).or_insert(next)
+        let pair = *self.pairs.entry((src, dst)).or_insert(next);
+        self.last_pair = Some(((src, dst), pair));
+        pair
     }
 
     /// Decodes one record of flow `pair` (see [`Self::pair_of`]) read as `read` into the samples it carries (none, one, or several

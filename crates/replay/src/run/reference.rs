@@ -324,18 +324,11 @@ impl Ring for Growing {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, i: usize, f: Shown) {
-        if let Some(ring) = &mut self.ring {
-            ring.put(i, f);
-        } else if self.first.len() < FIRST {
-            self.first.push(f);
-        } else {
-            let mut ring = Fixed::new();
-            ring.0[..self.first.len()].copy_from_slice(&self.first);
-            ring.put(i, f);
-            self.ring = Some(ring);
-            self.first = Vec::new();
+        match &mut self.ring {
+            Some(ring) => ring.put(i, f),
+            None => self.put_first(i, f),
         }
     }
 
@@ -350,6 +343,23 @@ impl Ring for Growing {
         match &self.ring {
             Some(ring) => ring.get(i),
             None => &self.first[i],
+        }
+    }
+}
+
+impl Growing {
+    /// [`Ring::put`] before the ring is allocated.
+    #[cold]
+    #[inline(never)]
+    fn put_first(&mut self, i: usize, f: Shown) {
+        if self.first.len() < FIRST {
+            self.first.push(f);
+        } else {
+            let mut ring = Fixed::new();
+            ring.0[..self.first.len()].copy_from_slice(&self.first);
+            ring.put(i, f);
+            self.ring = Some(ring);
+            self.first = Vec::new();
         }
     }
 }
