@@ -582,6 +582,21 @@ pub(crate) fn read_trace<P: Push>(
     })
 }
 
+/// Reads `path` into `info`'s accumulator: every stream's figures, no sample kept.
+pub(crate) fn read_accumulated(
+    path: &Path,
+    args: &DecodeArgs,
+    progress: bool,
+) -> Result<ReadTrace<Collector<jitterlab_capture::stats::Accumulator>>> {
+    read_trace(path, args, progress, |header, config| {
+        Ok(Collector::with_sink(
+            header,
+            config,
+            jitterlab_capture::stats::Accumulator::default(),
+        )?)
+    })
+}
+
 pub(crate) fn warn_skipped(display: &str, decoded: &Decoded) {
     if decoded.skipped > 0 {
         eprintln!(

@@ -142,19 +142,7 @@ pub(crate) fn sweep(
                 for (_, metrics) in &pass.streams {
                     total.merge(&metrics[k]);
                 }
-                out.rows.push(
-                    Row {
-                        trace: t,
-                        config,
-                        summary: total.summary(),
-                        playout: None,
-                        bound_ms: None,
-                        window_bound_ms: None,
-                        talkspurt_bound_ms: None,
-                        regret_ms: None,
-                    }
-                    .with_bound(&bounds),
-                );
+                out.rows.push(Row::snapshot(t, config, &total, &bounds));
                 out.packets += first.packets;
             }
         }
@@ -195,13 +183,7 @@ pub(crate) fn stream_stats(
     decode: &DecodeArgs,
 ) -> Result<(Vec<jitterlab_capture::stats::StreamStats>, bool)> {
     use jitterlab_capture::stats::Accumulator;
-    let read = read_trace(path, decode, false, |header, config| {
-        Ok(Collector::with_sink(
-            header,
-            config,
-            Accumulator::default(),
-        )?)
-    })?;
+    let read = crate::input::read_accumulated(path, decode, false)?;
     // The counts, loss and duration are final after one pass (a second refines only
     // inter-arrival percentiles).
     let (mut summary, _) = Accumulator::summarize(read.push.finish_parts(), false);

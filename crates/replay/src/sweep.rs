@@ -142,6 +142,22 @@ pub struct Row {
 }
 
 impl Row {
+    /// The snapshot row of configuration `config` on trace `trace`: `total` over the trace's
+    /// streams, with the trace's `bounds`.
+    pub fn snapshot(trace: usize, config: usize, total: &Metrics, bounds: &Bounds) -> Self {
+        Self {
+            trace,
+            config,
+            summary: total.summary(),
+            playout: None,
+            bound_ms: None,
+            window_bound_ms: None,
+            talkspurt_bound_ms: None,
+            regret_ms: None,
+        }
+        .with_bound(bounds)
+    }
+
     /// Sets [`Row::bound_ms`] and [`Row::window_bound_ms`] from the trace's bounds, and
     /// [`Row::regret_ms`] from the first and the row's mean delay.
     pub fn with_bound(mut self, bounds: &Bounds) -> Self {
@@ -326,17 +342,7 @@ pub fn run(
                 .zip(totals)
                 .map(|(&config, total)| {
                     done();
-                    Row {
-                        trace: t,
-                        config,
-                        summary: total.summary(),
-                        playout: None,
-                        bound_ms: None,
-                        window_bound_ms: None,
-                        talkspurt_bound_ms: None,
-                        regret_ms: None,
-                    }
-                    .with_bound(&curves[t])
+                    Row::snapshot(t, config, &total, &curves[t])
                 })
                 .collect())
         })

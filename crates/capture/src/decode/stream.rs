@@ -115,10 +115,13 @@ pub struct StreamDecoder {
     /// Per stream: whether a transport message came without a send time.
     unstamped: Vec<bool>,
     /// Flow numbers (see `pair_of`).
-    pairs: HashMap<(Option<Endpoint>, Option<Endpoint>), u32>,
+    pairs: HashMap<FlowEnds, u32>,
     /// The previous record's flow and number: most records belong to the flow before.
-    last_pair: Option<((Option<Endpoint>, Option<Endpoint>), u32)>,
+    last_pair: Option<(FlowEnds, u32)>,
 }
+
+/// A flow's source and destination, as records carry them.
+type FlowEnds = (Option<Endpoint>, Option<Endpoint>);
 
 impl StreamDecoder {
     /// A decoder; `channels` names the value channels (from the trace's hints).

@@ -65,13 +65,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 /// a file) and summarizes it, narrowed to the streams `decode` selects; `all_timing` as
 /// [`Accumulator::summarize`] takes it.
 pub(crate) fn summarize(path: &Path, decode: &DecodeArgs, all_timing: bool) -> Result<Summary> {
-    let read = read_trace(path, decode, true, |header, config| {
-        Ok(Collector::with_sink(
-            header,
-            config,
-            Accumulator::default(),
-        )?)
-    })?;
+    let read = crate::input::read_accumulated(path, decode, true)?;
     let records = read.push.records();
     let (mut summary, second) = Accumulator::summarize(read.push.finish_parts(), all_timing);
     summary.decoded.trailing_bytes = read.trailing_bytes;

@@ -206,19 +206,29 @@ fn frame_times<'f>(
             }
         }
         FrameClock::At(times) => FrameTimes::List(times.iter()),
-        FrameClock::Hitches {
-            fps,
-            chance,
-            hitch,
-            seed,
-        } => FrameTimes::Hitchy {
-            at: first,
-            end: hitchy_end(last, max_delay, *fps),
-            period: Nanos::from_secs_f64(1.0 / fps),
-            chance: *chance,
-            hitch: *hitch,
-            rng: jitterlab_capture::rng::Rng::new(*seed),
-        },
+        FrameClock::Hitches { fps, .. } => hitchy(frames, first, hitchy_end(last, max_delay, *fps)),
+    }
+}
+
+/// Frames at a rate with hitches (`frames` is [`FrameClock::Hitches`]) from `first` until
+/// `end`.
+fn hitchy(frames: &FrameClock, first: Nanos, end: Nanos) -> FrameTimes<'static> {
+    let FrameClock::Hitches {
+        fps,
+        chance,
+        hitch,
+        seed,
+    } = frames
+    else {
+        unreachable!("only called for a rate with hitches")
+    };
+    FrameTimes::Hitchy {
+        at: first,
+        end,
+        period: Nanos::from_secs_f64(1.0 / fps),
+        chance: *chance,
+        hitch: *hitch,
+        rng: jitterlab_capture::rng::Rng::new(*seed),
     }
 }
 
@@ -243,19 +253,7 @@ impl OpenFrames {
                 count: u64::MAX,
             },
             FrameClock::At(_) => FrameTimes::Shared(list.clone(), 0),
-            FrameClock::Hitches {
-                fps,
-                chance,
-                hitch,
-                seed,
-            } => FrameTimes::Hitchy {
-                at: first,
-                end: Nanos::MAX,
-                period: Nanos::from_secs_f64(1.0 / fps),
-                chance: *chance,
-                hitch: *hitch,
-                rng: jitterlab_capture::rng::Rng::new(*seed),
-            },
+            FrameClock::Hitches { .. } => hitchy(frames, first, Nanos::MAX),
         };
         let next = times.next();
         Self { times, next, k: 0 }

@@ -97,24 +97,18 @@ pub struct StreamedStream {
 /// Replays every stream of a trace through several policies in one pass, as the trace is
 /// read ([`SampleSink`]): see the module documentation.
 pub struct StreamingReplay {
-    frames: FrameClock,
-    list: Arc<[Nanos]>,
-    constant_offset: Option<Nanos>,
+    ctx: Ctx,
     policies: Vec<Policy>,
     /// By the reader's stream number.
     streams: Vec<Option<Box<Live>>>,
     broken: Option<Unstreamable>,
-    horizon: Nanos,
-    trim_every: u64,
-    /// Keep every frame's need for the bounds, up to this many frames over all streams.
-    needs_cap: usize,
     needs_kept: usize,
 }
 
 impl std::fmt::Debug for StreamingReplay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamingReplay")
-            .field("frames", &self.frames)
+            .field("frames", &self.ctx.frames)
             .field("policies", &self.policies.len())
             .field("streams", &self.streams.len())
             .field("broken", &self.broken)
@@ -149,15 +143,17 @@ impl StreamingReplay {
             _ => Arc::from(Vec::new()),
         };
         Ok(Self {
-            frames: frames.clone(),
-            list,
-            constant_offset,
+            ctx: Ctx {
+                frames: frames.clone(),
+                list,
+                constant_offset,
+                horizon: HORIZON,
+                trim_every: TRIM_EVERY,
+                needs_cap: 0,
+            },
             policies: policies.to_vec(),
             streams: Vec::new(),
             broken: None,
-            horizon: HORIZON,
-            trim_every: TRIM_EVERY,
-            needs_cap: 0,
             needs_kept: 0,
         })
     }
@@ -166,14 +162,14 @@ impl StreamingReplay {
     /// [`crate::FramePlan`] gives [`crate::bound`]), up to `cap` frames over all streams:
     /// [`StreamedStream::needs`] is `None` for every stream once a trace has more.
     pub fn needs(mut self, cap: usize) -> Self {
-        self.needs_cap = cap;
+        self.ctx.needs_cap = cap;
         self
     }
 
     /// The least horizon a frame's error waits for (default [`HORIZON`]): shorter holds
     /// fewer frames, and gives up ([`Unstreamable`]) on more traces.
     pub fn horizon(mut self, horizon: Nanos) -> Self {
-        self.horizon = horizon.max(Nanos::ZERO);
+        self.ctx.horizon = horizon.max(Nanos::ZERO);
         self
     }
 
@@ -181,7 +177,7 @@ impl StreamingReplay {
     /// every sample.
     #[doc(hidden)]
     pub fn trim_every(mut self, samples: u64) -> Self {
-        self.trim_every = samples.max(1);
+        self.ctx.trim_every = samples.max(1);
         self
     }
 
@@ -225,26 +221,19 @@ impl StreamingReplay {
                 &self.policies,
             ))
         });
-        let ctx = Ctx {
-            frames: &self.frames,
-            list: &self.list,
-            constant_offset: self.constant_offset,
-            horizon: self.horizon,
-            trim_every: self.trim_every,
-            needs: self.needs_cap > 0,
-        };
+        let ctx = &self.ctx;
         let before = live.needs.len();
         let result = if truth {
-            live.truth(sample, &ctx)
+            live.truth(sample, ctx)
         } else {
-            live.receive(sample, &ctx)
+            live.receive(sample, ctx)
         };
-        if self.needs_cap > 0 {
+        if self.ctx.needs_cap > 0 {
             let after = live.needs.len();
             self.needs_kept += after - before;
-            if self.needs_kept > self.needs_cap {
+            if self.needs_kept > self.ctx.needs_cap {
                 // Too many frames to keep: no stream gets its needs.
-                self.needs_cap = 0;
+                self.ctx.needs_cap = 0;
                 for live in self.streams.iter_mut().flatten() {
                     live.needs = Vec::new();
                     live.needs_dropped = true;
@@ -283,19 +272,11 @@ impl StreamingReplay {
         if let Some(broken) = self.broken {
             return Err(broken);
         }
-        let ctx = Ctx {
-            frames: &self.frames,
-            list: &self.list,
-            constant_offset: self.constant_offset,
-            horizon: self.horizon,
-            trim_every: self.trim_every,
-            needs: self.needs_cap > 0,
-        };
         let mut out = Vec::new();
         for live in self.streams.into_iter().flatten() {
             let stream = live.stream;
             out.push(
-                live.finish(&ctx, &self.policies)
+                live.finish(&self.ctx, &self.policies)
                     .map_err(|why| Unstreamable::Trace { stream, why })?,
             );
         }
@@ -312,14 +293,24 @@ impl SampleSink for StreamingReplay {
     }
 }
 
-/// What every stream shares.
-struct Ctx<'a> {
-    frames: &'a FrameClock,
-    list: &'a Arc<[Nanos]>,
+/// What every stream shares: the frame clock (its times, when it lists them), the clock
+/// offset when it is constant, and the pass's settings.
+struct Ctx {
+    frames: FrameClock,
+    list: Arc<[Nanos]>,
     constant_offset: Option<Nanos>,
     horizon: Nanos,
     trim_every: u64,
-    needs: bool,
+    /// Keep every frame's need for the bounds, up to this many frames over all streams (0:
+    /// none).
+    needs_cap: usize,
+}
+
+impl Ctx {
+    /// Whether frames' needs are kept.
+    fn needs(&self) -> bool {
+        self.needs_cap > 0
+    }
 }
 
 /// The samples of a stream still being read that a lane may read.
@@ -489,7 +480,7 @@ impl Live {
     }
 
     /// A ground-truth sample.
-    fn truth(&mut self, s: Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+    fn truth(&mut self, s: Sample, ctx: &Ctx) -> Result<(), String> {
         match self.mode {
             Mode::Truth => self.place(&s, ctx),
             Mode::Unknown => {
@@ -515,7 +506,7 @@ impl Live {
     }
 
     /// Adds a point to the error reference.
-    fn place(&mut self, s: &Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+    fn place(&mut self, s: &Sample, ctx: &Ctx) -> Result<(), String> {
         if s.values.is_empty() {
             return Ok(());
         }
@@ -560,12 +551,12 @@ impl Live {
     }
 
     /// How far behind the newest point a point is taken as final.
-    fn horizon(&self, ctx: &Ctx<'_>) -> Nanos {
+    fn horizon(&self, ctx: &Ctx) -> Nanos {
         ctx.horizon.max(self.overtaken + self.overtaken)
     }
 
     /// The first received sample: it names the error channels.
-    fn start(&mut self, s: &Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+    fn start(&mut self, s: &Sample, ctx: &Ctx) -> Result<(), String> {
         let channels = Stream {
             samples: std::slice::from_ref(s),
             truth: &[],
@@ -574,7 +565,7 @@ impl Live {
         .error_channels();
         self.window.reference = ReferenceTrack::empty(channels);
         self.first = Some(s.arrival);
-        self.frames = Some(OpenFrames::new(ctx.frames, ctx.list, s.arrival));
+        self.frames = Some(OpenFrames::new(&ctx.frames, &ctx.list, s.arrival));
         if self.pending_truth.is_empty() {
             self.mode = Mode::Hindsight;
         } else {
@@ -587,7 +578,7 @@ impl Live {
     }
 
     /// A received sample.
-    fn receive(&mut self, s: Sample, ctx: &Ctx<'_>) -> Result<(), String> {
+    fn receive(&mut self, s: Sample, ctx: &Ctx) -> Result<(), String> {
         if self.first.is_none() {
             self.start(&s, ctx)?;
         } else if s.arrival < self.last {
@@ -635,14 +626,7 @@ impl Live {
 
     /// Renders frame `k` at `at` in the lanes whose delay `wanted` picks.
     /// `end`: after the stream's last arrival.
-    fn render(
-        &mut self,
-        at: Nanos,
-        k: u64,
-        ctx: &Ctx<'_>,
-        end: bool,
-        wanted: impl Fn(Nanos) -> bool,
-    ) {
+    fn render(&mut self, at: Nanos, k: u64, ctx: &Ctx, end: bool, wanted: impl Fn(Nanos) -> bool) {
         let window = &self.window;
         for idx in self.queued.drain(..) {
             let sample = window.sample(idx);
@@ -663,7 +647,7 @@ impl Live {
         };
         // The frames from the first arrival to the last (`FramePlan::needs_ms`): every frame
         // rendered while the stream is read, and those at the end up to its last arrival.
-        if ctx.needs
+        if ctx.needs()
             && !self.needs_dropped
             && (!end || at <= self.last)
             && let Some(newest) = self.newest_offered
@@ -680,7 +664,7 @@ impl Live {
 
     /// Measures what is final: errors of targets before a reference point inside the
     /// horizon, recovery of frames the spike detector has passed (all of it at the end).
-    fn settle(&mut self, end: bool, ctx: &Ctx<'_>) {
+    fn settle(&mut self, end: bool, ctx: &Ctx) {
         let (errors_before, recovery_before) = if end {
             (Nanos::MAX, Nanos::MAX)
         } else {
@@ -734,7 +718,7 @@ impl Live {
     }
 
     /// The end of the trace: the remaining frames, per policy as far as its delay reaches.
-    fn finish(mut self, ctx: &Ctx<'_>, policies: &[Policy]) -> Result<StreamedStream, String> {
+    fn finish(mut self, ctx: &Ctx, policies: &[Policy]) -> Result<StreamedStream, String> {
         let mut metrics = vec![Metrics::default(); policies.len()];
         let Some(first) = self.first else {
             // Ground truth only: nothing to replay, as in memory.
@@ -743,11 +727,11 @@ impl Live {
                 channels: self.channels,
                 packets: 0,
                 metrics,
-                needs: ctx.needs.then(Vec::new),
+                needs: ctx.needs().then(Vec::new),
             });
         };
         let span = (first, self.last);
-        let frames = ctx.frames;
+        let frames = &ctx.frames;
         // Every frame rendered while the stream was read must be one each policy renders
         // (true of every frame before the last arrival; checked).
         let mut short = false;
@@ -801,7 +785,7 @@ impl Live {
             channels: self.channels,
             packets: count,
             metrics,
-            needs: (ctx.needs && !self.needs_dropped).then_some(self.needs),
+            needs: (ctx.needs() && !self.needs_dropped).then_some(self.needs),
         })
     }
 }
