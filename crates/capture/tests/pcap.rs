@@ -485,3 +485,50 @@ fn a_trickling_pipe_reads_like_the_file() {
     let err = read_capture_all(Failing, None).unwrap_err().to_string();
     assert!(err.contains("corrupt gzip data"), "{err}");
 }
+
+/// Read ahead on a second thread, a capture gives `each` the datagrams (in order, across
+/// many batches), summary, cut tail and errors of the one-thread read.
+#[test]
+fn reading_ahead_gives_the_one_thread_read() {
+    use jitterlab_capture::pcap::{read_capture_ahead, read_capture_ref};
+    let frames: Vec<_> = (0..5000u32)
+        .map(|i| {
+            let f = ether_udp(&vec![i as u8; (i % 200) as usize + 1], i % 3 == 0);
+            let l = f.len() as u32 + i % 2;
+            (i / 50, (i % 50) * 1000, f, l)
+        })
+        .collect();
+    let file = pcap(1, false, &frames);
+    let one = |bytes: &[u8]| {
+        let mut got = Vec::new();
+        read_capture_ref(bytes, None, |r| {
+            got.push(r.to_record());
+            Ok(())
+        })
+        .map(|s| (got, s))
+    };
+    let two = |bytes: &[u8]| {
+        let mut got = Vec::new();
+        read_capture_ahead(bytes, None, |r| got.push(r.to_record())).map(|s| (got, s))
+    };
+    let (want, summary) = one(&file).unwrap();
+    assert_eq!(want.len(), frames.len());
+    let (got, got_summary) = two(&file).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(format!("{got_summary:?}"), format!("{summary:?}"));
+
+    let cut = &file[..file.len() - 7];
+    let (want, summary) = one(cut).unwrap();
+    let (got, got_summary) = two(cut).unwrap();
+    assert_eq!(got, want);
+    assert!(got_summary.trailing_bytes > 0);
+    assert_eq!(format!("{got_summary:?}"), format!("{summary:?}"));
+
+    let mut damaged = file.clone();
+    let at = damaged.len() - (frames[4999].2.len() + 16);
+    damaged[at + 8..at + 12].copy_from_slice(&(1u32 << 31).to_le_bytes());
+    let want = one(&damaged).unwrap_err().to_string();
+    let got = two(&damaged).unwrap_err().to_string();
+    assert_eq!(got, want);
+    assert!(got.contains("2147483648"), "{got}");
+}

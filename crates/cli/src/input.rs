@@ -521,13 +521,22 @@ pub(crate) fn read_trace<P: Push>(
         // after it, as it does in Wireshark (and in traces imported from the capture).
         let header = pcap::header_for("", &CaptureSummary::default(), "auto");
         let mut push = make(&header, decoder_config(args, &header)?)?;
-        let summary = pcap::read_capture_ref(&mut input.source, filter.as_ref(), |rec| {
+        let mut each = |rec: &RecordRef<'_>| {
             if let (Some(src), Some(dst)) = (rec.src, rec.dst) {
                 push.add_rtpmaps(sdp::scan_sip(src.0, dst.0, rec.payload, rec.time));
             }
-            push.push(&rec);
-            Ok(())
-        })
+            push.push(rec);
+        };
+        // A file is read and parsed on a second thread while this one decodes; a pipe on
+        // this one, so each datagram is decoded as it comes (`info -` on a live capture).
+        let summary = if input.source.len().is_some() {
+            pcap::read_capture_ahead(&mut input.source, filter.as_ref(), each)
+        } else {
+            pcap::read_capture_ref(&mut input.source, filter.as_ref(), |rec| {
+                each(&rec);
+                Ok(())
+            })
+        }
         .with_context(|| display.clone())?;
         input.finish();
         for problem in summary.problems() {

@@ -92,8 +92,9 @@ pub struct Finished<S> {
 pub struct Collector<S = KeepAll> {
     decoder: StreamDecoder,
     keys: HashMap<FlowKey, usize>,
-    /// The previous record's flow: most records belong to the same flow as the one before.
-    last: Option<(FlowKey, usize)>,
+    /// The previous record's flow, per kind (received, sent): most records belong to the same
+    /// flow as the one of their kind before (a trace with ground truth alternates the two).
+    last: [Option<(FlowKey, usize)>; 2],
     flows: Vec<Flow>,
     /// Records whose flow is undecided, and those after them, in arrival order, with their
     /// index in the input and flow.
@@ -189,7 +190,7 @@ impl<S: SampleSink> Collector<S> {
         Ok(Self {
             decoder: StreamDecoder::new(config, channels),
             keys: HashMap::new(),
-            last: None,
+            last: [None; 2],
             flows: Vec::new(),
             waiting: VecDeque::new(),
             out: Decoded::default(),
@@ -252,7 +253,7 @@ impl<S: SampleSink> Collector<S> {
 
     fn flow_of(&mut self, rec: &RecordRef<'_>) -> usize {
         let key = (rec.src, rec.dst, rec.kind() == RecordKind::Sent);
-        if let Some((k, i)) = self.last
+        if let Some((k, i)) = self.last[usize::from(key.2)]
             && k == key
         {
             return i;
@@ -280,7 +281,7 @@ impl<S: SampleSink> Collector<S> {
                 i
             }
         };
-        self.last = Some((key, i));
+        self.last[usize::from(key.2)] = Some((key, i));
         i
     }
 

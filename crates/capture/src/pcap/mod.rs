@@ -17,7 +17,9 @@
 mod read;
 
 #[cfg(feature = "import")]
-pub use read::{MAX_RECORD_BYTES, read_capture, read_capture_all, read_capture_ref};
+pub use read::{
+    MAX_RECORD_BYTES, read_capture, read_capture_ahead, read_capture_all, read_capture_ref,
+};
 
 use crate::sdp::RtpMap;
 

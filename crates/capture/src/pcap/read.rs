@@ -219,6 +219,32 @@ pub fn read_capture_ref<R: Read + Send>(
     Ok(state.summary)
 }
 
+/// As [`read_capture_ref`], with the capture read and parsed on a second thread while `each`
+/// decodes on this one ([`crate::trace::ahead::ahead`]): the datagrams reach `each` in
+/// batches, so this is for inputs that do not stay open (a file, not a live pipe, whose
+/// datagrams would wait for a batch to fill).
+///
+/// # Errors
+/// As [`read_capture`].
+pub fn read_capture_ahead<R: Read + Send>(
+    input: R,
+    filter: Option<&Filter>,
+    each: impl FnMut(&RecordRef<'_>),
+) -> Result<CaptureSummary, Error> {
+    crate::trace::ahead::ahead(
+        |feed| {
+            read_capture_ref(input, filter, |rec| {
+                if feed.push(&rec) {
+                    Ok(())
+                } else {
+                    Err(Error::Io(io::Error::other("the capture's reader stopped")))
+                }
+            })
+        },
+        each,
+    )
+}
+
 /// Reads a whole capture into memory.
 ///
 /// # Errors

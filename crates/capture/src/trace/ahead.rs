@@ -10,6 +10,7 @@ use std::io::Read;
 use std::sync::mpsc;
 
 use crate::Error;
+use crate::trace::read::Step;
 use crate::trace::{Reader, RecordRef};
 
 /// Records per batch: enough that handing a batch over costs little per record, few enough
@@ -18,18 +19,29 @@ const BATCH_RECORDS: usize = 1024;
 /// Filled batches waiting for the consumer at most.
 const WAITING: usize = 2;
 
-/// Records read ahead: their fields, with the payloads laid end to end in one buffer.
-#[derive(Default)]
-struct Batch {
+/// Records read ahead: their fields, with the payloads laid end to end in one buffer, and
+/// on the last batch what the producer returned.
+struct Batch<T> {
     /// Each record with an empty payload; its payload is `bytes[ends[i - 1]..ends[i]]`.
     records: Vec<RecordRef<'static>>,
     ends: Vec<usize>,
     bytes: Vec<u8>,
-    /// Set on the last batch: why reading stopped (the end, or an error).
-    end: Option<Result<(), Error>>,
+    /// Set on the last batch: how reading ended.
+    end: Option<T>,
 }
 
-impl Batch {
+impl<T> Default for Batch<T> {
+    fn default() -> Self {
+        Self {
+            records: Vec::new(),
+            ends: Vec::new(),
+            bytes: Vec::new(),
+            end: None,
+        }
+    }
+}
+
+impl<T> Batch<T> {
     fn push(&mut self, rec: &RecordRef<'_>) {
         self.bytes.extend_from_slice(rec.payload);
         self.ends.push(self.bytes.len());
@@ -47,37 +59,92 @@ impl Batch {
     }
 }
 
-/// Calls `each` with every record `reader` has left, in file order, while a second thread
-/// reads and parses the records after them; returns how reading ended (as
-/// [`Reader::next_ref`] would have: `Ok` at the end of the file, after every complete
-/// record, or the first error). The reader's counters ([`Reader::records`],
-/// [`Reader::trailing_bytes`]) are up to date when it returns.
+/// Where a producer hands its records, in order: to the consumer's thread in batches, or
+/// straight to the consumer where no second thread runs.
+pub trait Feed {
+    /// Hands on one record; `false` when the consumer is gone (it panicked): the producer
+    /// should stop.
+    fn push(&mut self, rec: &RecordRef<'_>) -> bool;
+    /// Hands on the records pushed so far now, not when a batch fills: called before a read
+    /// that may block (a live pipe's records reach the consumer as they come).
+    fn flush(&mut self) -> bool;
+}
+
+/// The consumer itself, on the producer's thread.
+struct Direct<F>(F);
+
+impl<F: FnMut(&RecordRef<'_>)> Feed for Direct<F> {
+    fn push(&mut self, rec: &RecordRef<'_>) -> bool {
+        (self.0)(rec);
+        true
+    }
+    fn flush(&mut self) -> bool {
+        true
+    }
+}
+
+/// Batches on their way to the consumer's thread.
+struct Batches<'a, T> {
+    batch: Batch<T>,
+    full: &'a mpsc::SyncSender<Batch<T>>,
+    free: &'a mpsc::Receiver<Batch<T>>,
+}
+
+impl<T> Batches<'_, T> {
+    fn send(&mut self) -> bool {
+        let next = self.free.try_recv().unwrap_or_default();
+        let batch = std::mem::replace(&mut self.batch, next);
+        self.batch.clear();
+        self.full.send(batch).is_ok()
+    }
+}
+
+impl<T> Feed for Batches<'_, T> {
+    fn push(&mut self, rec: &RecordRef<'_>) -> bool {
+        self.batch.push(rec);
+        self.batch.records.len() < BATCH_RECORDS || self.send()
+    }
+    fn flush(&mut self) -> bool {
+        self.batch.records.is_empty() || self.send()
+    }
+}
+
+/// Runs `produce` on a second thread, and `each` on this one with every record it feeds, in
+/// order, while it reads and parses the next ones; returns what `produce` returned. Memory
+/// stays at a few batches of records however many there are.
 ///
-/// On a machine with one core, or when no thread can be started, the records are read on the
-/// caller's thread instead (the same records, in the same order).
-///
-/// # Errors
-/// As [`Reader::next_ref`].
-pub fn read_ahead<R: Read + Send>(
-    reader: &mut Reader<R>,
+/// On a machine with one core, or when no thread can be started, `produce` runs on the
+/// caller's thread and feeds `each` directly (the same records, in the same order).
+pub fn ahead<T: Send>(
+    produce: impl FnOnce(&mut dyn Feed) -> T + Send,
     mut each: impl FnMut(&RecordRef<'_>),
-) -> Result<(), Error> {
+) -> T {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if cores < 2 {
-        while let Some(rec) = reader.next_ref()? {
-            each(&rec);
-        }
-        return Ok(());
+        return produce(&mut Direct(each));
     }
-    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(WAITING);
-    let (free_tx, free_rx) = mpsc::channel::<Batch>();
-    std::thread::scope(|scope| {
-        let ahead = &mut *reader;
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch<T>>(WAITING);
+    let (free_tx, free_rx) = mpsc::channel::<Batch<T>>();
+    let mut produce = Some(produce);
+    let ended = std::thread::scope(|scope| {
+        let work = &mut produce;
         let spawned = std::thread::Builder::new()
             .name("trace reader".into())
-            .spawn_scoped(scope, move || fill(ahead, &full_tx, &free_rx));
+            .spawn_scoped(scope, move || {
+                let Some(produce) = work.take() else {
+                    return;
+                };
+                let mut feed = Batches {
+                    batch: Batch::default(),
+                    full: &full_tx,
+                    free: &free_rx,
+                };
+                let end = produce(&mut feed);
+                feed.batch.end = Some(end);
+                // The consumer may be gone (it panicked); the scope re-raises that.
+                let _ = full_tx.send(feed.batch);
+            });
         if spawned.is_err() {
-            // No second thread, so nothing was read yet: read on this one instead.
             return None;
         }
         for mut batch in &full_rx {
@@ -92,51 +159,54 @@ pub fn read_ahead<R: Read + Send>(
             if let Some(end) = batch.end.take() {
                 return Some(end);
             }
-            // The reader may have stopped already; then the batch is simply dropped.
+            // The producer may have stopped already; then the batch is simply dropped.
             let _ = free_tx.send(batch);
         }
-        // The reader thread ended without its last batch: it panicked, and the scope
-        // re-raises that panic when it ends.
-        Some(Ok(()))
-    })
-    .unwrap_or_else(|| {
-        while let Some(rec) = reader.next_ref()? {
-            each(&rec);
-        }
-        Ok(())
-    })
+        // The producer ended without its last batch: it panicked, and the scope re-raises
+        // that panic when it ends.
+        None
+    });
+    match (ended, produce) {
+        (Some(end), _) => end,
+        // No second thread was started, so nothing was produced yet: produce on this one.
+        (None, Some(produce)) => produce(&mut Direct(each)),
+        (None, None) => unreachable!("the producer thread panicked and the scope re-raised it"),
+    }
 }
 
-/// The reader thread: fills batches (reusing those handed back) until the file ends.
-fn fill<R: Read>(
+/// Calls `each` with every record `reader` has left, in file order, while a second thread
+/// reads and parses the records after them ([`ahead`]); returns how reading ended (as
+/// [`Reader::next_ref`] would have: `Ok` at the end of the file, after every complete
+/// record, or the first error). The reader's counters ([`Reader::records`],
+/// [`Reader::trailing_bytes`]) are up to date when it returns.
+///
+/// # Errors
+/// As [`Reader::next_ref`].
+pub fn read_ahead<R: Read + Send>(
     reader: &mut Reader<R>,
-    full: &mpsc::SyncSender<Batch>,
-    free: &mpsc::Receiver<Batch>,
-) {
+    each: impl FnMut(&RecordRef<'_>),
+) -> Result<(), Error> {
+    ahead(|feed| fill(reader, feed), each)
+}
+
+/// The producer: feeds every record, handing on what was read before a read that may block.
+fn fill<R: Read>(reader: &mut Reader<R>, feed: &mut dyn Feed) -> Result<(), Error> {
     loop {
-        let mut batch = free.try_recv().unwrap_or_default();
-        batch.clear();
-        while batch.records.len() < BATCH_RECORDS {
-            // Hand on what was read before a read that may block: a live pipe's records reach
-            // the consumer as they come, not a batch later.
-            if !batch.records.is_empty() && !reader.next_is_buffered() {
-                break;
-            }
-            match reader.next_ref() {
-                Ok(Some(rec)) => batch.push(&rec),
-                Ok(None) => {
-                    batch.end = Some(Ok(()));
-                    break;
+        let rec = match reader.next_ref_buffered()? {
+            Step::Record(rec) => rec,
+            Step::End => return Ok(()),
+            Step::WouldRead => {
+                if !feed.flush() {
+                    return Ok(());
                 }
-                Err(e) => {
-                    batch.end = Some(Err(e));
-                    break;
+                match reader.next_ref()? {
+                    Some(rec) => rec,
+                    None => return Ok(()),
                 }
             }
-        }
-        let last = batch.end.is_some();
-        if full.send(batch).is_err() || last {
-            return;
+        };
+        if !feed.push(&rec) {
+            return Ok(());
         }
     }
 }

@@ -203,8 +203,27 @@ impl<R: Read> Reader<R> {
     /// # Errors
     /// [`Error::CorruptRecord`] with the record's byte offset; I/O errors.
     pub fn next_ref(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
+        match self.step(true)? {
+            Step::Record(rec) => Ok(Some(rec)),
+            Step::End | Step::WouldRead => Ok(None),
+        }
+    }
+
+    /// The next record if it (or the end) is already in the buffer, without reading the input
+    /// (a read that may block on a pipe that stays open): [`Step::WouldRead`] otherwise.
+    /// Parses the record once, where [`Self::next_is_buffered`] and then [`Self::next_ref`]
+    /// would parse it twice.
+    ///
+    /// # Errors
+    /// As [`Self::next_ref`].
+    pub(crate) fn next_ref_buffered(&mut self) -> Result<Step<'_>, Error> {
+        self.step(false)
+    }
+
+    /// The next record, reading more of the input when `may_read`.
+    fn step(&mut self, may_read: bool) -> Result<Step<'_>, Error> {
         if self.done {
-            return Ok(None);
+            return Ok(Step::End);
         }
         loop {
             match parse_record(&self.buf[self.start..self.end]) {
@@ -214,13 +233,14 @@ impl<R: Read> Reader<R> {
                     self.pos += parsed.len as u64;
                     self.good_end = self.pos;
                     self.records += 1;
-                    return Ok(Some(parsed.lend(&self.buf[at..at + parsed.len])));
+                    return Ok(Step::Record(parsed.lend(&self.buf[at..at + parsed.len])));
                 }
                 Err(Fail::End) if self.eof => {
                     self.done = true;
                     self.trailing = (self.end - self.start) as u64;
-                    return Ok(None);
+                    return Ok(Step::End);
                 }
+                Err(Fail::End) if !may_read => return Ok(Step::WouldRead),
                 Err(Fail::End) => {
                     if let Err(e) = self.fill() {
                         self.done = true;
@@ -298,6 +318,15 @@ fn is_eof(err: &rmp_serde::decode::Error) -> bool {
         rmp_serde::decode::Error::InvalidMarkerRead(e) | rmp_serde::decode::Error::InvalidDataRead(e)
             if e.kind() == io::ErrorKind::UnexpectedEof
     )
+}
+
+/// What [`Reader::next_ref_buffered`] found.
+pub(crate) enum Step<'a> {
+    Record(RecordRef<'a>),
+    /// The end of the file (or of its complete records).
+    End,
+    /// The next record is not all in the buffer: reading on may block.
+    WouldRead,
 }
 
 /// Why a record could not be decoded.
