@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
-use jitterlab_capture::decode::{Collector, DecoderConfig, FlowSummary, SampleSink, flow};
+use jitterlab_capture::decode::{
+    Collector, DecoderConfig, Finished, FlowSummary, SampleSink, flow,
+};
 use jitterlab_capture::filter::Filter;
 use jitterlab_capture::pcap::{self, CaptureSummary};
 use jitterlab_capture::sdp;
@@ -508,15 +510,121 @@ pub(crate) fn read_trace<P: Push>(
     progress: bool,
     make: impl FnOnce(&Header, Option<DecoderConfig>) -> Result<P>,
 ) -> Result<ReadTrace<P>> {
-    let display = shown(path);
-    let filter = args
-        .select
-        .filter
-        .as_deref()
-        .map(Filter::parse)
-        .transpose()?;
-    let mut input = open_input(path, progress)?;
-    if input.source.format().is_some_and(Format::is_capture) {
+    let mut opened = Opened::new(path, args, progress)?;
+    if opened.is_capture() {
+        return opened.capture(args, make);
+    }
+    let display = opened.display.clone();
+    let filter = opened.filter.take();
+    let mut reader = Reader::new(&mut opened.input.source).with_context(|| display.clone())?;
+    let config = decoder_config(args, reader.header())?;
+    let mut push = make(reader.header(), config)?;
+    let mut keep = Keep::new(filter.as_ref());
+    // Read and parsed on a second thread while this one decodes.
+    jitterlab_capture::trace::read_ahead(&mut reader, |rec| {
+        if keep.keeps(rec) {
+            push.push(rec);
+        }
+    })
+    .with_context(|| display.clone())?;
+    let trailing_bytes = reader.trailing_bytes();
+    drop(reader);
+    opened.finish(keep.unaddressed, trailing_bytes);
+    Ok(ReadTrace {
+        push,
+        capture: None,
+        trailing_bytes,
+    })
+}
+
+/// A trace decoded by [`read_collected`] into a sink.
+pub(crate) struct ReadCollected<S> {
+    /// What the collector finished with; its sink is the caller's.
+    pub(crate) finished: Finished<S>,
+    /// Records the collector took.
+    pub(crate) records: u64,
+    /// The capture's summary, when the input is a pcap/pcapng capture.
+    pub(crate) capture: Option<CaptureSummary>,
+    /// Bytes at the end of a trace that did not form a whole record (warned about already).
+    pub(crate) trailing_bytes: u64,
+}
+
+/// As [`read_trace`] into a collector with `sink`, finished ([`Collector::finish_parts`]): a
+/// trace file is read, parsed and decoded on a second thread while `sink` takes the samples
+/// on this one ([`jitterlab_capture::decode::ahead`]), for a sink that is heavier than the
+/// decoding (a replay); a capture is read ahead and decoded here.
+pub(crate) fn read_collected<S: SampleSink>(
+    path: &Path,
+    args: &DecodeArgs,
+    progress: bool,
+    sink: S,
+) -> Result<ReadCollected<S>> {
+    use jitterlab_capture::decode::ahead::{Forward, collect_ahead};
+    let mut opened = Opened::new(path, args, progress)?;
+    if opened.is_capture() {
+        let read = opened.capture(args, |header, config| {
+            Ok(Collector::with_sink(header, config, sink)?)
+        })?;
+        let records = read.push.records();
+        return Ok(ReadCollected {
+            finished: read.push.finish_parts(),
+            records,
+            capture: read.capture,
+            trailing_bytes: 0,
+        });
+    }
+    let display = opened.display.clone();
+    let filter = opened.filter.take();
+    let mut reader = Reader::new(&mut opened.input.source).with_context(|| display.clone())?;
+    let config = decoder_config(args, reader.header())?;
+    let collector = Collector::with_sink(reader.header(), config, Forward::default())?;
+    let mut keep = Keep::new(filter.as_ref());
+    let (finished, records) = collect_ahead(&mut reader, collector, |rec| keep.keeps(rec), sink)
+        .with_context(|| display.clone())?;
+    let trailing_bytes = reader.trailing_bytes();
+    drop(reader);
+    opened.finish(keep.unaddressed, trailing_bytes);
+    Ok(ReadCollected {
+        finished,
+        records,
+        capture: None,
+        trailing_bytes,
+    })
+}
+
+/// An input opened for [`read_trace`] or [`read_collected`], with its `--filter`.
+struct Opened {
+    display: String,
+    filter: Option<Filter>,
+    input: Input,
+}
+
+impl Opened {
+    fn new(path: &Path, args: &DecodeArgs, progress: bool) -> Result<Self> {
+        let filter = args
+            .select
+            .filter
+            .as_deref()
+            .map(Filter::parse)
+            .transpose()?;
+        Ok(Self {
+            display: shown(path),
+            filter,
+            input: open_input(path, progress)?,
+        })
+    }
+
+    /// Whether the input is a pcap/pcapng capture rather than a trace file.
+    fn is_capture(&self) -> bool {
+        self.input.source.format().is_some_and(Format::is_capture)
+    }
+
+    /// The capture, decoded as it is read into what `make` builds.
+    fn capture<P: Push>(
+        mut self,
+        args: &DecodeArgs,
+        make: impl FnOnce(&Header, Option<DecoderConfig>) -> Result<P>,
+    ) -> Result<ReadTrace<P>> {
         // Decoded as it is read: no copy of the capture is kept. SDP applies to the packets
         // after it, as it does in Wireshark (and in traces imported from the capture).
         let header = pcap::header_for("", &CaptureSummary::default(), "auto");
@@ -527,68 +635,79 @@ pub(crate) fn read_trace<P: Push>(
             }
             push.push(rec);
         };
+        let filter = self.filter.as_ref();
+        let source = &mut self.input.source;
         // A file is read and parsed on a second thread while this one decodes; a pipe on
         // this one, so each datagram is decoded as it comes (`info -` on a live capture).
-        let summary = if input.source.len().is_some() {
-            pcap::read_capture_ahead(&mut input.source, filter.as_ref(), each)
+        let summary = if source.len().is_some() {
+            pcap::read_capture_ahead(source, filter, each)
         } else {
-            pcap::read_capture_ref(&mut input.source, filter.as_ref(), |rec| {
+            pcap::read_capture_ref(source, filter, |rec| {
                 each(&rec);
                 Ok(())
             })
         }
-        .with_context(|| display.clone())?;
-        input.finish();
+        .with_context(|| self.display.clone())?;
+        self.input.finish();
         for problem in summary.problems() {
-            crate::say::note!("note: {display}: {problem}");
+            crate::say::note!("note: {}: {problem}", self.display);
         }
-        return Ok(ReadTrace {
+        Ok(ReadTrace {
             push,
             capture: Some(summary),
             trailing_bytes: 0,
-        });
+        })
     }
-    let mut reader = Reader::new(&mut input.source).with_context(|| display.clone())?;
-    let config = decoder_config(args, reader.header())?;
-    let mut push = make(reader.header(), config)?;
-    let mut unaddressed = 0u64;
-    // Read and parsed on a second thread while this one decodes.
-    jitterlab_capture::trace::read_ahead(&mut reader, |rec| {
-        if let Some(f) = &filter
-            && rec.kind != RecordKind::Stats
-        {
-            match (rec.src, rec.dst) {
-                (Some(src), Some(dst)) if f.matches(src.0, dst.0) => {}
-                (Some(_), Some(_)) => return,
-                _ => {
-                    unaddressed += 1;
-                    return;
-                }
+
+    /// After a trace file: the progress bar cleared, and what was left out or cut warned of.
+    fn finish(self, unaddressed: u64, trailing_bytes: u64) {
+        let display = &self.display;
+        self.input.finish();
+        if unaddressed > 0 {
+            crate::say::note!(
+                "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
+                 cannot match them; they were left out"
+            );
+        }
+        if trailing_bytes > 0 {
+            eprintln!(
+                "warning: {display}: the last {trailing_bytes} bytes do not form a whole record \
+                 (the writer stopped mid-record); every complete record was read"
+            );
+        }
+    }
+}
+
+/// `--filter` over a trace's records: which it keeps, and how many it left out for carrying
+/// no addresses.
+struct Keep<'f> {
+    filter: Option<&'f Filter>,
+    unaddressed: u64,
+}
+
+impl<'f> Keep<'f> {
+    fn new(filter: Option<&'f Filter>) -> Self {
+        Self {
+            filter,
+            unaddressed: 0,
+        }
+    }
+
+    fn keeps(&mut self, rec: &RecordRef<'_>) -> bool {
+        let Some(f) = self.filter else {
+            return true;
+        };
+        if rec.kind == RecordKind::Stats {
+            return true;
+        }
+        match (rec.src, rec.dst) {
+            (Some(src), Some(dst)) => f.matches(src.0, dst.0),
+            _ => {
+                self.unaddressed += 1;
+                false
             }
         }
-        push.push(rec);
-    })
-    .with_context(|| display.clone())?;
-    let trailing_bytes = reader.trailing_bytes();
-    drop(reader);
-    input.finish();
-    if unaddressed > 0 {
-        crate::say::note!(
-            "note: {display}: {unaddressed} record(s) carry no addresses, so --filter \
-             cannot match them; they were left out"
-        );
     }
-    if trailing_bytes > 0 {
-        eprintln!(
-            "warning: {display}: the last {trailing_bytes} bytes do not form a whole record \
-             (the writer stopped mid-record); every complete record was read"
-        );
-    }
-    Ok(ReadTrace {
-        push,
-        capture: None,
-        trailing_bytes,
-    })
 }
 
 /// Reads `path` into `info`'s accumulator: every stream's figures, no sample kept.
@@ -596,13 +715,21 @@ pub(crate) fn read_accumulated(
     path: &Path,
     args: &DecodeArgs,
     progress: bool,
-) -> Result<ReadTrace<Collector<jitterlab_capture::stats::Accumulator>>> {
-    read_trace(path, args, progress, |header, config| {
+) -> Result<ReadCollected<jitterlab_capture::stats::Accumulator>> {
+    // Decoded on this thread while a second reads and parses: the accumulator is light, so
+    // decoding on the reader's thread ([`read_collected`]) would leave this one idle.
+    let read = read_trace(path, args, progress, |header, config| {
         Ok(Collector::with_sink(
             header,
             config,
             jitterlab_capture::stats::Accumulator::default(),
         )?)
+    })?;
+    Ok(ReadCollected {
+        records: read.push.records(),
+        finished: read.push.finish_parts(),
+        capture: read.capture,
+        trailing_bytes: read.trailing_bytes,
     })
 }
 

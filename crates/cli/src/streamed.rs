@@ -7,11 +7,11 @@
 use std::path::Path;
 
 use anyhow::Result;
-use jitterlab_capture::decode::{Collector, Decoded};
+use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::source::is_stdio;
 use jitterlab_replay::{ClockMapping, FrameClock, Metrics, Policy, StreamingReplay};
 
-use crate::input::{DecodeArgs, read_trace, shown, warn_skipped};
+use crate::input::{DecodeArgs, shown, warn_skipped};
 
 /// A trace replayed in one pass.
 pub(crate) struct Streamed {
@@ -186,7 +186,7 @@ pub(crate) fn stream_stats(
     let read = crate::input::read_accumulated(path, decode, false)?;
     // The counts, loss and duration are final after one pass (a second refines only
     // inter-arrival percentiles).
-    let (mut summary, _) = Accumulator::summarize(read.push.finish_parts(), false);
+    let (mut summary, _) = Accumulator::summarize(read.finished, false);
     let before: Vec<u32> = summary.decoded.streams.iter().map(|s| s.id).collect();
     decode.select.apply(&mut summary.decoded, &shown(path))?;
     summary.retain_listed(&before);
@@ -285,10 +285,8 @@ fn pass(
     };
     let pass = pass.needs(needs_cap);
     let display = shown(path);
-    let read = read_trace(path, args, false, |header, config| {
-        Ok(Collector::with_sink(header, config, pass)?)
-    })?;
-    let finished = read.push.finish_parts();
+    let read = crate::input::read_collected(path, args, false, pass)?;
+    let finished = read.finished;
     let mut decoded = finished.decoded;
     decoded.trailing_bytes = read.trailing_bytes;
     warn_skipped(&display, &decoded);

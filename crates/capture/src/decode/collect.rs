@@ -206,6 +206,11 @@ impl<S: SampleSink> Collector<S> {
         &self.sink
     }
 
+    /// The sink, to take what it gathered so far.
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
     /// What is known so far apart from the samples, for a running summary: the streams as
     /// numbered so far, the flows and counts (no inference, no renumbering; records still
     /// waiting for their flow to be decided are not counted yet).

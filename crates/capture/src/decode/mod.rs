@@ -5,6 +5,7 @@
 //! (`layout:SPEC`, fields at fixed offsets). A packet a decoder cannot read is counted and skipped, never silently
 //! dropped: see [`Decoded::skipped`].
 
+pub mod ahead;
 pub mod clock;
 mod collect;
 mod config;

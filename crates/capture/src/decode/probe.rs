@@ -106,8 +106,13 @@ impl Probe {
         }
         let be_u32 = |at: usize| u32::from_be_bytes(buf[at..at + 4].try_into().unwrap_or_default());
         let be_u64 = |at: usize| u64::from_be_bytes(buf[at..at + 8].try_into().unwrap_or_default());
-        let values: Vec<f64> = (0..n)
-            .map(|i| f64::from_bits(be_u64(HEADER_LEN + 8 * i)))
+        let values: Vec<f64> = buf[HEADER_LEN..HEADER_LEN + 8 * n]
+            .chunks_exact(8)
+            .map(|b| {
+                f64::from_bits(u64::from_be_bytes([
+                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                ]))
+            })
             .collect();
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(DecodeError::new(format!("probe value {i} is not finite")));

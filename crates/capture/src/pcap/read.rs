@@ -158,6 +158,8 @@ pub fn read_capture_ref<R: Read + Send>(
         last_time: Nanos::ZERO,
         filter,
         payload: Vec::new(),
+        payload_in_block: None,
+        buffer: (0, 0),
     };
     loop {
         let consumed = reader.consumed() as u64;
@@ -171,16 +173,18 @@ pub fn read_capture_ref<R: Read + Send>(
                 &format!("a block claims {len} bytes (a pcapng block takes at least 12)"),
             ));
         }
+        let data = reader.data().as_ptr_range();
+        state.buffer = (data.start.addr(), data.end.addr());
         match reader.next() {
             Ok((len, block)) => {
                 let record = state.block(block)?;
-                reader.consume(len);
                 if let Some(rec) = record {
                     sink(RecordRef {
-                        payload: &state.payload,
+                        payload: state.payload(reader.data()),
                         ..rec
                     })?;
                 }
+                reader.consume(len);
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::UnexpectedEof) => {
@@ -277,12 +281,31 @@ struct State<'f> {
     last_sweep: Option<Nanos>,
     last_time: Nanos,
     filter: Option<&'f Filter>,
-    /// The payload of the datagram last made into a record ([`Fields`]), reused.
+    /// The payload of the datagram last made into a record ([`Fields`]): where it lies in the
+    /// block just parsed (its address and length), or copied here when it does not (a
+    /// datagram reassembled from fragments).
     payload: Vec<u8>,
+    payload_in_block: Option<(usize, usize)>,
+    /// The addresses of the reader's buffer while a block parsed from it is read.
+    buffer: (usize, usize),
 }
 
-/// A datagram's record without its payload, which waits in [`State::payload`] (the record's
-/// own `payload` is empty).
+impl State<'_> {
+    /// The payload of the record [`Self::block`] made last: lent from `data` (the reader's
+    /// buffer the block was parsed from) when it lies there, else the copy.
+    fn payload<'a>(&'a self, data: &'a [u8]) -> &'a [u8] {
+        if let Some((addr, len)) = self.payload_in_block {
+            let start = data.as_ptr().addr();
+            if addr >= start && addr + len <= start + data.len() {
+                return &data[addr - start..addr - start + len];
+            }
+        }
+        &self.payload
+    }
+}
+
+/// A datagram's record without its payload, which [`State::payload`] lends (the record's own
+/// `payload` is empty).
 type Fields = RecordRef<'static>;
 
 /// Where the IP layer starts in a frame.
@@ -642,11 +665,19 @@ impl State<'_> {
             return None;
         }
         self.summary.udp += 1;
-        self.summary
-            .rtpmaps
-            .extend(sdp::scan_sip(src, dst, payload, time));
-        self.payload.clear();
-        self.payload.extend_from_slice(payload);
+        let maps = sdp::scan_sip(src, dst, payload, time);
+        if !maps.is_empty() {
+            self.summary.rtpmaps.extend(maps);
+        }
+        // Lent from the reader's buffer (no copy) when the payload lies in it.
+        let addr = payload.as_ptr().addr();
+        if addr >= self.buffer.0 && addr + payload.len() <= self.buffer.1 {
+            self.payload_in_block = Some((addr, payload.len()));
+        } else {
+            self.payload_in_block = None;
+            self.payload.clear();
+            self.payload.extend_from_slice(payload);
+        }
         Some(RecordRef {
             time,
             kind: crate::RecordKind::Received,

@@ -66,8 +66,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 /// [`Accumulator::summarize`] takes it.
 pub(crate) fn summarize(path: &Path, decode: &DecodeArgs, all_timing: bool) -> Result<Summary> {
     let read = crate::input::read_accumulated(path, decode, true)?;
-    let records = read.push.records();
-    let (mut summary, second) = Accumulator::summarize(read.push.finish_parts(), all_timing);
+    let records = read.records;
+    let (mut summary, second) = Accumulator::summarize(read.finished, all_timing);
     summary.decoded.trailing_bytes = read.trailing_bytes;
     if let Some(second) = second {
         refine(path, decode, records, second, &mut summary)?;

@@ -65,13 +65,23 @@ impl Source for Prepared<'_> {
 /// A streaming lane's frames whose error or recovery is not yet known, in frame order.
 #[derive(Default)]
 pub(super) struct Deferred {
-    /// (target, how many shown values, counted: not a startup frame) per frame with
-    /// something shown.
-    errors: VecDeque<(Nanos, u32, bool)>,
-    /// The shown values of those frames, end to end.
-    values: VecDeque<f64>,
+    /// Per frame with something shown: what it showed.
+    errors: VecDeque<Pending>,
     /// (local time, display delay, held) per frame after startup.
     recovery: VecDeque<(Nanos, Option<Nanos>, bool)>,
+}
+
+/// What a frame showed, to measure its error once the reference is final around its target:
+/// the samples it showed (kept in the window until then) rather than the values.
+#[derive(Clone, Copy)]
+struct Pending {
+    target: Nanos,
+    from: u32,
+    /// `u32::MAX` for none.
+    to: u32,
+    alpha: f64,
+    /// Not a startup frame: its error counts.
+    counted: bool,
 }
 
 /// One rendered frame: what the player saw.
@@ -289,25 +299,16 @@ impl<E: Engine, R: Ring> Lane<E, R> {
         if S::STREAMING
             && let Some(from) = pick.from
         {
-            // What was shown, channel by channel as the reference measures it (the products
-            // `error_at` forms from the pair), measured once the reference is final around the
-            // target. Startup frames too: measuring moves the reference cursor, as in the
-            // frame-by-frame replay.
-            let deferred = &mut self.deferred;
-            let a = &source.sample(from).values;
-            let before = deferred.values.len();
-            match pick.to {
-                Some(to) => {
-                    let alpha = pick.alpha();
-                    let b = &source.sample(to).values;
-                    deferred
-                        .values
-                        .extend(a.iter().zip(b).map(|(x, y)| x + (y - x) * alpha));
-                }
-                None => deferred.values.extend(a.iter().copied()),
-            }
-            let n = (deferred.values.len() - before) as u32;
-            deferred.errors.push_back((target, n, !startup));
+            // Measured once the reference is final around the target, from the samples shown
+            // (kept in the window until then). Startup frames too: measuring moves the
+            // reference cursor, as in the frame-by-frame replay.
+            self.deferred.errors.push_back(Pending {
+                target,
+                from,
+                to: pick.to.unwrap_or(u32::MAX),
+                alpha: pick.alpha(),
+                counted: !startup,
+            });
         }
         let shown_delay = pick.shown.map(|s| at + offset - s);
         metrics.frame(pick.mode, pick.hold, startup);
@@ -373,42 +374,40 @@ impl<E: Engine, R: Ring> Lane<E, R> {
     }
 
     /// Streaming: measures the deferred errors of frames whose target is before `errors_before`
-    /// against `reference` (final that far), and the deferred recovery of frames rendered
-    /// before `recovery_before` against `spikes` (every spike that starts by then, closed), in
-    /// frame order.
-    pub(super) fn settle(
+    /// against `source`'s reference (final that far), and the deferred recovery of frames
+    /// rendered before `recovery_before` against `spikes` (every spike that starts by then,
+    /// closed), in frame order.
+    pub(super) fn settle<S: Source>(
         &mut self,
-        reference: &ReferenceTrack,
+        source: &S,
         errors_before: Nanos,
         spikes: &[Spike],
         recovery_before: Nanos,
     ) {
-        let deferred = &mut self.deferred;
-        while let Some(&(target, n, counted)) = deferred.errors.front()
-            && target < errors_before
+        let reference = source.reference();
+        while let Some(&p) = self.deferred.errors.front()
+            && p.target < errors_before
         {
-            deferred.errors.pop_front();
-            let n = n as usize;
-            let (head, tail) = deferred.values.as_slices();
-            let e = if head.len() >= n {
-                reference.error_at(&mut self.cursor, target, &head[..n], None)
-            } else {
-                let shown: Vec<f64> = head.iter().chain(tail).take(n).copied().collect();
-                reference.error_at(&mut self.cursor, target, &shown, None)
-            };
-            deferred.values.drain(..n);
-            if let Some(e) = e
-                && counted
+            self.deferred.errors.pop_front();
+            let a = &source.sample(p.from).values;
+            let b = (p.to != u32::MAX).then(|| (&source.sample(p.to).values[..], p.alpha));
+            if let Some(e) = reference.error_at(&mut self.cursor, p.target, a, b)
+                && p.counted
             {
                 self.metrics.error.add(e);
             }
         }
-        while let Some(&(at, delay, held)) = deferred.recovery.front()
+        while let Some(&(at, delay, held)) = self.deferred.recovery.front()
             && at < recovery_before
         {
-            deferred.recovery.pop_front();
+            self.deferred.recovery.pop_front();
             self.metrics.recovery.frame(spikes, at, delay, held);
         }
+    }
+
+    /// The lowest sample index a frame waiting for its error shows.
+    pub(super) fn oldest_pending(&self) -> Option<u32> {
+        self.deferred.errors.iter().map(|p| p.from.min(p.to)).min()
     }
 
     /// Where this lane last read the reference (entries before it are never read again).

@@ -8,8 +8,8 @@
 //! it closes), and how long the frames go on (until the last arrival plus the delay). So:
 //!
 //! - the engines and every figure but error and recovery run as the samples come;
-//! - a frame's shown values wait (copied, a few floats) until the reference is final around
-//!   its target: some point after the target was sent well before the newest point read
+//! - a frame's error waits (the samples it showed are kept) until the reference is final
+//!   around its target: some point after the target was sent well before the newest point read
 //!   (the *horizon*, at least [`HORIZON`], or twice the most a point was overtaken by one
 //!   sent after it, whichever is more); a frame's recovery inputs wait until the spike
 //!   detector has seen a packet after the frame and no spike is open that started before it;
@@ -683,7 +683,7 @@ impl Live {
         }
         let (window, spikes) = (&self.window, &self.spikes);
         each_lane!(self.lanes, |_, _, lane| lane.settle(
-            &window.reference,
+            window,
             errors_before,
             spikes,
             recovery_before
@@ -696,6 +696,10 @@ impl Live {
         let (mut cursor, mut spikes) = (usize::MAX, usize::MAX);
         each_lane!(self.lanes, |_, _, lane| {
             if let Some(i) = lane.oldest_idx() {
+                oldest = oldest.min(i);
+            }
+            // The samples of frames waiting for their error stay.
+            if let Some(i) = lane.oldest_pending() {
                 oldest = oldest.min(i);
             }
             cursor = cursor.min(lane.reference_cursor());
