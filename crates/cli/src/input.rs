@@ -119,6 +119,11 @@ impl Selection {
             .transpose()
     }
 
+    /// The `--filter` expression, parsed.
+    pub(crate) fn filter(&self) -> Result<Option<Filter>> {
+        Ok(self.filter.as_deref().map(Filter::parse).transpose()?)
+    }
+
     /// The flow asked for.
     pub(crate) fn flow(&self) -> Result<Option<(std::net::SocketAddr, std::net::SocketAddr)>> {
         self.flow
@@ -601,12 +606,7 @@ struct Opened {
 
 impl Opened {
     fn new(path: &Path, args: &DecodeArgs, progress: bool) -> Result<Self> {
-        let filter = args
-            .select
-            .filter
-            .as_deref()
-            .map(Filter::parse)
-            .transpose()?;
+        let filter = args.select.filter()?;
         Ok(Self {
             display: shown(path),
             filter,

@@ -350,15 +350,20 @@ mod tests {
         }
         let records = collector.records();
         let finished = collector.finish_parts();
-        let shown = format!(
+        let shown = shown(&finished, records, &reader);
+        (result.map(|()| shown), finished.sink)
+    }
+
+    /// Everything a pass finished with but the sink, and the reader's cut tail.
+    fn shown<S>(finished: &Finished<S>, records: u64, reader: &Reader<&[u8]>) -> String {
+        format!(
             "{:?} {:?} {:?} {:?} {records} {}",
             finished.decoded,
             finished.new_id,
             finished.unstamped,
             finished.counts,
             reader.trailing_bytes()
-        );
-        (result.map(|()| shown), finished.sink)
+        )
     }
 
     fn ahead(
@@ -368,17 +373,7 @@ mod tests {
         let mut reader = Reader::new(bytes).unwrap();
         let collector = Collector::with_sink(reader.header(), None, Forward::default()).unwrap();
         match collect_ahead(&mut reader, collector, keep, Seen::default()) {
-            Ok((finished, records)) => {
-                let shown = format!(
-                    "{:?} {:?} {:?} {:?} {records} {}",
-                    finished.decoded,
-                    finished.new_id,
-                    finished.unstamped,
-                    finished.counts,
-                    reader.trailing_bytes()
-                );
-                (Ok(shown), finished.sink.0)
-            }
+            Ok((finished, records)) => (Ok(shown(&finished, records, &reader)), finished.sink.0),
             Err(e) => (Err(e.to_string()), Vec::new()),
         }
     }

@@ -53,12 +53,7 @@ impl Flow {
 }
 
 pub(crate) fn run(args: &Args) -> Result<()> {
-    let filter = args
-        .select
-        .filter
-        .as_deref()
-        .map(Filter::parse)
-        .transpose()?;
+    let filter = args.select.filter()?;
     // Read twice (the flows' payloads, then the streams as `info` decodes them).
     spool_stdin(&args.trace)?;
     let mut flows = read_flows(&args.trace, filter.as_ref())?;
