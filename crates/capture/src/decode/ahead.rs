@@ -436,4 +436,70 @@ mod tests {
         assert!(want.is_err());
         assert_eq!(got, want);
     }
+
+    /// A pipe that stays open after a few records: their samples reach the sink before the
+    /// decoder blocks on the next read, not when a batch fills.
+    #[test]
+    fn samples_before_a_blocking_read_are_handed_on() {
+        use std::io::Read;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        /// Gives its bytes, then blocks until the sink has seen `want` samples (or 10 s have
+        /// passed, noted in `timed_out`), then ends.
+        struct Gate {
+            data: Vec<u8>,
+            pos: usize,
+            seen: Arc<AtomicUsize>,
+            want: usize,
+            timed_out: Arc<AtomicBool>,
+        }
+        impl Read for Gate {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.pos < self.data.len() {
+                    let n = buf.len().min(self.data.len() - self.pos);
+                    buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+                    self.pos += n;
+                    return Ok(n);
+                }
+                let start = std::time::Instant::now();
+                while self.seen.load(Ordering::SeqCst) < self.want {
+                    if start.elapsed() > std::time::Duration::from_secs(10) {
+                        self.timed_out.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Ok(0)
+            }
+        }
+        struct Count(Arc<AtomicUsize>);
+        impl SampleSink for Count {
+            fn samples(&mut self, samples: &mut Vec<Sample>, _: bool, _: &[StreamInfo]) {
+                self.0.fetch_add(samples.len(), Ordering::SeqCst);
+            }
+        }
+        let bytes = trace(12, 2);
+        let seen = Arc::new(AtomicUsize::new(0));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        // 12 received probes and 4 of ground truth.
+        let want = 12 + 4;
+        let mut reader = Reader::new(Gate {
+            data: bytes,
+            pos: 0,
+            seen: Arc::clone(&seen),
+            want,
+            timed_out: Arc::clone(&timed_out),
+        })
+        .unwrap();
+        let probe = crate::decode::DecoderConfig::parse("probe").unwrap();
+        let collector =
+            Collector::with_sink(reader.header(), Some(probe), Forward::default()).unwrap();
+        collect_ahead(&mut reader, collector, |_| true, Count(Arc::clone(&seen))).unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), want);
+        assert!(
+            !timed_out.load(Ordering::SeqCst),
+            "the samples waited for the pipe to end"
+        );
+    }
 }
