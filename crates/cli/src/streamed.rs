@@ -373,3 +373,133 @@ fn pass(
         needs,
     }))
 }
+
+/// The first pass of a streaming report: the trace's streams and the survey of the one the
+/// report shows.
+pub(crate) struct Surveyed {
+    /// The trace's streams, flows and counts (no samples), narrowed by the selection.
+    pub(crate) decoded: Decoded,
+    /// The stream shown, as `info` numbers it.
+    pub(crate) stream: u32,
+    /// The same stream as the reader numbers it (what the second pass selects).
+    reader: u32,
+    survey: jitterlab_report::trace::Surveyed,
+}
+
+/// The first pass of a streaming report over `path`: every stream surveyed, the one shown
+/// chosen (`--stream`, else the first that replays). `Ok(None)`, with a note saying why when
+/// it is a surprise of the trace, when the report is better drawn in memory: nothing to
+/// replay, send times inferred from the whole stream, records out of arrival order.
+///
+/// # Errors
+/// The trace cannot be read, or the selection matches nothing.
+pub(crate) fn survey(path: &Path, args: &DecodeArgs) -> Result<Option<Surveyed>> {
+    use jitterlab_report::pass::SurveyPass;
+    if is_stdio(path) {
+        return Ok(None);
+    }
+    let display = shown(path);
+    let read = crate::input::read_collected(path, args, false, SurveyPass::default())?;
+    let mut finished = read.finished;
+    let mut decoded = finished.decoded;
+    decoded.trailing_bytes = read.trailing_bytes;
+    warn_skipped(&display, &decoded);
+    args.select.apply(&mut decoded, &display)?;
+    let stream = match args.select.stream {
+        Some(id) => id,
+        None => match decoded
+            .streams
+            .iter()
+            .find(|i| jitterlab_replay::streams::check(i).is_ok())
+        {
+            Some(info) => info.id,
+            // Nothing to replay: the in-memory report says so.
+            None => return Ok(None),
+        },
+    };
+    let Some(info) = decoded.streams.iter().find(|i| i.id == stream) else {
+        return Ok(None);
+    };
+    jitterlab_replay::streams::check(info)
+        .map_err(anyhow::Error::from)
+        .map_err(|e| e.context(format!("--stream {stream}")))?;
+    let Some(reader) = finished.new_id.iter().position(|&n| n == stream) else {
+        return Ok(None);
+    };
+    let give_up = |why: String| {
+        crate::say::note!("note: {display}: reporting in memory: {why}");
+        Ok(None)
+    };
+    if finished.unstamped.get(reader).copied().unwrap_or(false)
+        || info.protocol == "periodic"
+        || info.ssrc.is_some()
+    {
+        return give_up(format!(
+            "stream {stream}'s send times are inferred from the whole stream"
+        ));
+    }
+    let reader = reader as u32;
+    let Some(survey) = finished.sink.take(reader) else {
+        return Ok(None);
+    };
+    if survey.unordered() {
+        return give_up(format!(
+            "stream {stream}'s records are not in arrival order"
+        ));
+    }
+    Ok(Some(Surveyed {
+        decoded,
+        stream,
+        reader,
+        survey: survey.finish(),
+    }))
+}
+
+/// The second pass of a streaming report: the figures of the stream `surveyed` chose
+/// (titled `title`) and its replays through `policies`. `Ok(None)`, with a note saying why,
+/// when the replay's pass cannot give the in-memory figures.
+///
+/// # Errors
+/// The trace cannot be read.
+pub(crate) fn draw(
+    path: &Path,
+    args: &DecodeArgs,
+    surveyed: &Surveyed,
+    policies: &[(String, Policy)],
+    frames: &FrameClock,
+    clock: ClockMapping,
+    title: &str,
+) -> Result<Option<(jitterlab_report::TraceFigures, Vec<jitterlab_report::Run>)>> {
+    use jitterlab_report::pass::ReportPass;
+    let display = shown(path);
+    let give_up = |why: String| {
+        crate::say::note!("note: {display}: reporting in memory: {why}");
+        Ok(None)
+    };
+    let pass = match ReportPass::new(
+        surveyed.reader,
+        surveyed.survey.clone(),
+        policies,
+        frames,
+        clock,
+    ) {
+        Ok(pass) => pass,
+        Err(e) => return give_up(e.to_string()),
+    };
+    let read = crate::input::read_collected(path, args, false, pass)?;
+    match read.finished.sink.finish(title) {
+        Ok((figures, runs)) => {
+            if figures.approximate {
+                crate::say::note!(
+                    "note: {display}: stream {}: a packet came more than {} sequence numbers \
+                     behind the highest, or a repeat was sent before its first copy: its lost \
+                     and reordered marks and the playout figure are approximate",
+                    surveyed.stream,
+                    jitterlab_report::trace::WINDOW
+                );
+            }
+            Ok(Some((figures, runs)))
+        }
+        Err(e) => give_up(e.to_string()),
+    }
+}

@@ -74,8 +74,8 @@ pub use policy::{
     Preset, QuantileConfig, Registry, SourceConfig, WebRtcVideoConfig,
 };
 pub use run::{
-    Frame, FrameClock, FramePlan, HORIZON, Prepared, Replay, Stream, StreamPlayout, StreamedStream,
-    StreamingReplay, TracePlayout, TraceReplay, Unstreamable,
+    Frame, FrameClock, FramePlan, HORIZON, LoggedFrame, Prepared, Replay, Stream, StreamPlayout,
+    StreamedStream, StreamingReplay, TracePlayout, TraceReplay, Unstreamable,
 };
 pub use streams::{StreamView, TraceStreams};
 pub use video::{Assembly, VideoStats};

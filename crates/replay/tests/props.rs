@@ -360,13 +360,21 @@ proptest! {
     ) {
         let policies: Vec<Policy> = policies.into_iter().map(|(p, _)| p).collect();
         let records = file_order(&trace, two, lag_ms, truth);
-        let mut pass = jitterlab_replay::StreamingReplay::new(&frames, clock, &policies)
+        let pass = jitterlab_replay::StreamingReplay::new(&frames, clock, &policies)
             .unwrap()
             .horizon(Nanos::from_millis(horizon_ms))
             .trim_every(trim_every)
             .needs(usize::MAX);
-        for (s, t) in records.iter().cloned() {
+        // The first stream's frames logged (and handed out as the pass goes, at every
+        // `trim_every`-th record).
+        let logged_id = records.first().map_or(0, |r| r.0.stream);
+        let mut pass = pass.log_frames(logged_id);
+        let mut logged: Vec<Vec<jitterlab_replay::LoggedFrame>> = vec![Vec::new(); policies.len()];
+        for (k, (s, t)) in records.iter().cloned().enumerate() {
             pass.push(s, t, None);
+            if (k as u64).is_multiple_of(trim_every) {
+                pass.drain_frames(|i, f| logged[i].push(*f));
+            }
         }
         let streamed = match pass.finish() {
             Ok(streamed) => streamed,
@@ -405,12 +413,38 @@ proptest! {
                 format!("{:?}", jitterlab_replay::sweep::Bounds::of(&[needs])),
                 format!("{bounds:?}")
             );
-            for (policy, m) in policies.iter().zip(&s.metrics) {
+            for (k, (policy, m)) in policies.iter().zip(&s.metrics).enumerate() {
                 let replay = Replay::new(frames.clone()).clock(clock);
                 // The sweep's path and `replay`'s frame-by-frame one. Debug prints every
                 // float exactly (and tells −0 and NaN apart).
                 let fast = replay.metrics(&prepared, policy).unwrap();
-                let framed = replay.frames(&prepared, policy, |_| {}).unwrap();
+                let mut want = Vec::new();
+                let framed = replay
+                    .frames(&prepared, policy, |f| {
+                        if !f.startup {
+                            want.push(jitterlab_replay::LoggedFrame {
+                                at: f.at,
+                                mode: f.mode,
+                                delay: f.delay,
+                                ahead: f.ahead,
+                                error: f.error,
+                            });
+                        }
+                    })
+                    .unwrap();
+                if s.stream == logged_id {
+                    // The frames logged in the pass are those rendered in memory, frame for
+                    // frame, their error included.
+                    let mut got = logged[k].clone();
+                    got.extend(s.logged.get(k).into_iter().flatten().copied());
+                    prop_assert_eq!(
+                        format!("{got:?}"),
+                        format!("{want:?}"),
+                        "stream {} {}", s.stream, policy
+                    );
+                } else {
+                    prop_assert!(s.logged.is_empty());
+                }
                 for alone in [fast, framed] {
                     prop_assert_eq!(
                         format!("{:?}", m.summary()),

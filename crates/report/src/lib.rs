@@ -30,6 +30,7 @@ pub mod figure;
 pub mod figures;
 pub mod frame_io;
 pub mod packets;
+pub mod pass;
 pub mod recovery;
 pub mod results;
 pub mod runs;
@@ -37,12 +38,16 @@ pub mod table;
 #[cfg(test)]
 mod test_support;
 pub mod timeline;
+pub mod trace;
+#[cfg(test)]
+mod trace_oracle;
 mod write;
 
 pub use error::Error;
 pub use figure::Figure;
 pub use frame_io::{TableFormat, write_frame};
 pub use packets::packet_table;
-pub use runs::{FrameLog, PlayoutLog, Run, play_policies, run_policies};
+pub use runs::{FrameLog, PlayoutLog, Run, RunsPass, play_policies, run_policies};
 pub use table::summary_frame;
+pub use trace::TraceFigures;
 pub use write::{ReportInput, Written, report_figures, write_full_report, write_report};

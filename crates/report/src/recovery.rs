@@ -7,8 +7,7 @@ use jitterlab_replay::recovery::{Spike, SpikeRule, detect};
 use crate::figure::{Figure, Panel, Series, Style};
 use crate::runs::Run;
 
-/// At most this many spikes get a panel (the largest, in time order).
-const MAX_PANELS: usize = 4;
+use crate::trace::MAX_PANELS;
 /// Shown before a spike's start and after its end, seconds.
 const BEFORE_S: f64 = 1.0;
 const AFTER_S: f64 = 3.0;
@@ -52,8 +51,13 @@ pub fn panel_spikes(decoded: &Decoded, stream: u32) -> (usize, Vec<(f64, f64, Sp
 /// before each drawn spike to three seconds after it. What the report's logs keep at a finer
 /// resolution.
 pub fn panel_windows(decoded: &Decoded, stream: u32) -> Vec<(f64, f64)> {
-    panel_spikes(decoded, stream)
-        .1
+    windows_of(&panel_spikes(decoded, stream).1)
+}
+
+/// The windows around `spikes` (start and end in seconds since the first arrival) that the
+/// figure's panels show.
+pub(crate) fn windows_of(spikes: &[(f64, f64, Spike)]) -> Vec<(f64, f64)> {
+    spikes
         .iter()
         .map(|&(from, to, _)| (from - BEFORE_S, to + AFTER_S))
         .collect()
@@ -80,9 +84,10 @@ fn delays_of(r: &Run, near: bool) -> &[(f64, f64)] {
 /// One panel per network spike or outage (the four largest): every configuration's
 /// display delay (playout mode: playout delay) from a second before the spike to three
 /// seconds after it, the spike's span marked; the legend carries each configuration's
-/// recovery figures over the whole stream.
-pub fn recovery_figure(decoded: &Decoded, stream: u32, runs: &[Run]) -> Figure {
-    let (found, spikes) = panel_spikes(decoded, stream);
+/// recovery figures over the whole stream. `spikes`: how many were found and those drawn
+/// ([`panel_spikes`], or [`crate::trace::TraceFigures::spikes`]).
+pub fn recovery_figure(spikes: &(usize, Vec<(f64, f64, Spike)>), runs: &[Run]) -> Figure {
+    let (found, spikes) = (spikes.0, &spikes.1);
     let legend = |r: &Run| {
         let s = recovery_of(r);
         let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0} ms"));
@@ -210,7 +215,7 @@ mod tests {
             ClockMapping::Hindsight,
         )
         .unwrap();
-        let fig = recovery_figure(&decoded, 0, &runs);
+        let fig = recovery_figure(&panel_spikes(&decoded, 0), &runs);
         assert_eq!(fig.panels.len(), 1);
         let p = &fig.panels[0];
         assert!(p.title.contains("350 ms long"), "{}", p.title);
@@ -236,7 +241,7 @@ mod tests {
             jitterlab_replay::playout::QualityOptions::default(),
         )
         .unwrap();
-        let fig = recovery_figure(&decoded, 0, &played);
+        let fig = recovery_figure(&panel_spikes(&decoded, 0), &played);
         let p = &fig.panels[0];
         assert!(p.title.contains("350 ms long"), "{}", p.title);
         for (s, want) in p.series[..2].iter().zip([100.0, 300.0]) {

@@ -1,10 +1,11 @@
 //! Replaying one stream through several configurations, keeping per-frame logs for figures.
 
 use jitterlab_capture::decode::Decoded;
+use jitterlab_capture::{Nanos, Sample};
 use jitterlab_replay::playout::{PlayoutEvent, PlayoutMetrics, PlayoutReport, QualityOptions};
 use jitterlab_replay::{
-    ClockMapping, FrameClock, Media, Mode, PlayoutStream, Policy, Replay, StreamView, Summary,
-    streams,
+    ClockMapping, FrameClock, LoggedFrame, Media, Mode, PlayoutStream, Policy, Replay, StreamView,
+    StreamingReplay, Summary, Unstreamable, streams,
 };
 
 use rayon::prelude::*;
@@ -70,6 +71,17 @@ impl FrameLogger {
         self.spikes.push(t, delay_ms);
     }
 
+    /// A frame a streaming pass logged, `start` the stream's first arrival.
+    fn logged(&mut self, f: &LoggedFrame, start: Nanos) {
+        self.frame(
+            (f.at - start).as_secs_f64(),
+            f.ahead.map_or(f64::NAN, |a| a.as_millis_f64()),
+            f.error.unwrap_or(f64::NAN),
+            f.delay.map_or(f64::NAN, |d| d.as_millis_f64()),
+            f.mode,
+        );
+    }
+
     fn finish(self) -> FrameLog {
         FrameLog {
             delay_ms: self.delay.finish(),
@@ -94,11 +106,13 @@ struct SpikeWindows {
 impl SpikeWindows {
     /// The windows of stream `stream` of `decoded` the recovery figure draws.
     fn of(decoded: &Decoded, stream: u32) -> Self {
+        Self::around(&crate::recovery::panel_windows(decoded, stream))
+    }
+
+    /// Finer points in `windows`.
+    fn around(windows: &[(f64, f64)]) -> Self {
         Self {
-            windows: crate::recovery::panel_windows(decoded, stream)
-                .into_iter()
-                .map(|w| (w, Envelope::over(w)))
-                .collect(),
+            windows: windows.iter().map(|&w| (w, Envelope::over(w))).collect(),
         }
     }
 
@@ -323,6 +337,114 @@ pub fn run_policies(
         .collect()
 }
 
+/// [`run_policies`] in one streaming pass: the samples of one stream, received and ground
+/// truth, in the trace's order, replayed through each policy side by side
+/// ([`StreamingReplay`]), each frame logged once its error is final. Memory follows the
+/// figures' width and the pass's window, not the stream's length; the logs and summaries are
+/// those of [`run_policies`] (a test compares them).
+pub struct RunsPass {
+    pass: StreamingReplay,
+    stream: u32,
+    labels: Vec<(String, Policy)>,
+    loggers: Vec<FrameLogger>,
+    start: Nanos,
+    pushed: u64,
+}
+
+impl std::fmt::Debug for RunsPass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunsPass")
+            .field("stream", &self.stream)
+            .field("policies", &self.labels.len())
+            .finish()
+    }
+}
+
+impl RunsPass {
+    /// A pass over stream `stream` (its number as the reader gives it, [`Sample::stream`])
+    /// through `policies`, its frames rendered by `frames` with the clock mapping `clock`.
+    /// `survey` is the first pass over the same stream (its first and last arrival and the
+    /// recovery figure's windows, as [`crate::trace::TraceFigures::panel_windows`]).
+    ///
+    /// # Errors
+    /// What needs the whole stream ([`StreamingReplay::new`]).
+    pub fn new(
+        stream: u32,
+        policies: &[(String, Policy)],
+        frames: &FrameClock,
+        clock: ClockMapping,
+        survey: &crate::trace::Surveyed,
+    ) -> Result<Self, Unstreamable> {
+        let only: Vec<Policy> = policies.iter().map(|(_, p)| p.clone()).collect();
+        let pass = StreamingReplay::new(frames, clock, &only)?.log_frames(stream);
+        let windows = SpikeWindows::around(&crate::recovery::windows_of(&survey.spikes.1));
+        Ok(Self {
+            pass,
+            stream,
+            labels: policies.to_vec(),
+            loggers: policies
+                .iter()
+                .map(|_| FrameLogger::new(survey.span(), windows.clone()))
+                .collect(),
+            start: survey.start,
+            pushed: 0,
+        })
+    }
+
+    /// The next sample of the stream (received, or ground truth with `truth`); `channels`
+    /// are its value channels as known so far.
+    pub fn push(&mut self, sample: Sample, truth: bool, channels: Option<&[String]>) {
+        debug_assert_eq!(sample.stream, self.stream);
+        self.pass.push(sample, truth, channels);
+        self.pushed += 1;
+        if self.pushed.is_multiple_of(256) {
+            self.drain();
+        }
+    }
+
+    fn drain(&mut self) {
+        let (loggers, start) = (&mut self.loggers, self.start);
+        self.pass.drain_frames(|i, f| loggers[i].logged(f, start));
+    }
+
+    /// The problem met so far, if any ([`StreamingReplay::broken`]).
+    pub fn broken(&self) -> Option<&Unstreamable> {
+        self.pass.broken()
+    }
+
+    /// The runs, once the stream is over.
+    ///
+    /// # Errors
+    /// The stream broke an assumption of the pass ([`Unstreamable`]).
+    pub fn finish(mut self) -> Result<Vec<Run>, Unstreamable> {
+        self.drain();
+        let streamed = self.pass.finish()?;
+        let mine = streamed.into_iter().find(|s| s.stream == self.stream);
+        let start = self.start;
+        let mut runs = Vec::with_capacity(self.labels.len());
+        for (i, ((label, policy), mut log)) in self.labels.into_iter().zip(self.loggers).enumerate()
+        {
+            let summary = match &mine {
+                Some(s) => {
+                    for f in s.logged.get(i).into_iter().flatten() {
+                        log.logged(f, start);
+                    }
+                    s.metrics[i].summary()
+                }
+                None => jitterlab_replay::Metrics::default().summary(),
+            };
+            runs.push(Run {
+                label,
+                policy,
+                summary,
+                log: log.finish(),
+                playout: None,
+            });
+        }
+        Ok(runs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,5 +508,96 @@ mod tests {
             log.around_spikes.len()
         );
         assert!(log.errors.len() as usize > 190_000);
+    }
+
+    /// A stream with ground truth: jittered arrivals, a loss burst, an outage, and the truth
+    /// of every packet, as a trace holds them (by arrival; truth at its local send time).
+    fn with_truth(n: i64) -> (Decoded, Vec<(Sample, bool)>) {
+        let mut x = 7u64;
+        let mut rand = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as i64
+        };
+        let mut samples = Vec::new();
+        let mut truth = Vec::new();
+        for i in 0..n {
+            let send = Nanos::from_millis(16 * i);
+            let value = vec![(i as f64 * 0.1).sin()];
+            truth.push(Sample::new(0, i, send, send).with_values(value.clone()));
+            if (n / 2..n / 2 + 5).contains(&i) {
+                continue;
+            }
+            let mut transit = Nanos::from_millis(25) + Nanos(rand() % 12_000_000);
+            if (n / 4..n / 4 + 20).contains(&i) {
+                transit = Nanos::from_millis(16 * (n / 4 + 20 - i) + 30);
+            }
+            samples.push(Sample::new(0, i, send, send + transit).with_values(value));
+        }
+        samples.sort_by_key(|s| s.arrival);
+        let mut order: Vec<(Sample, bool)> = truth
+            .iter()
+            .map(|s| (s.clone(), true))
+            .chain(samples.iter().map(|s| (s.clone(), false)))
+            .collect();
+        order.sort_by_key(|(s, _)| s.arrival);
+        let mut decoded = crate::test_support::probe_decoded(samples);
+        decoded.truth = truth;
+        (decoded, order)
+    }
+
+    /// Runs logged in one streaming pass are those `run_policies` logs over the whole stream:
+    /// every reduced series, the error distribution, the counts and the summaries, for
+    /// several engines, with ground truth or without.
+    #[test]
+    fn a_streaming_pass_logs_the_runs_of_the_whole_stream() {
+        let policies: Vec<(String, Policy)> = [
+            "fixed:delay=50ms",
+            "jitter:a=2,k=3",
+            "mirror",
+            "quantile:q=0.95,apply=stretch:max_rate=10%",
+        ]
+        .iter()
+        .map(|p| ((*p).to_owned(), p.parse().unwrap()))
+        .collect();
+        let frames = FrameClock::Fps(60.0);
+        let (truthful, order) = with_truth(30_000);
+        let plain = long_stream();
+        let plain_order: Vec<(Sample, bool)> =
+            plain.samples.iter().map(|s| (s.clone(), false)).collect();
+        for (decoded, order) in [(&truthful, &order), (&plain, &plain_order)] {
+            let want =
+                run_policies(decoded, 0, &policies, &frames, ClockMapping::Estimated).unwrap();
+            let mut survey = crate::trace::Survey::default();
+            for (s, truth) in order {
+                if !truth {
+                    survey.push(s);
+                }
+            }
+            let mut pass = RunsPass::new(
+                0,
+                &policies,
+                &frames,
+                ClockMapping::Estimated,
+                &survey.finish(),
+            )
+            .unwrap();
+            let channels = ["x".to_owned()];
+            for (s, truth) in order {
+                pass.push(s.clone(), *truth, Some(&channels));
+            }
+            let got = pass.finish().unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(format!("{:?}", g.summary), format!("{:?}", w.summary));
+                // Debug text: NaN marks frames without a value, and NaN != NaN.
+                assert!(
+                    format!("{:?}", g.log) == format!("{:?}", w.log),
+                    "{}: the logs differ",
+                    g.label
+                );
+                assert!(g.log.error.len() > 100 && g.log.around_spikes.len() > 10);
+            }
+        }
     }
 }

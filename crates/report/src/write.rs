@@ -11,12 +11,13 @@ use rayon::prelude::*;
 use crate::Error;
 use crate::figure::Figure;
 use crate::figures::{
-    depth_figure, error_cdf_figure, error_figure, heatmap_figure, jitter_figure, mos_figure,
-    network_figure, pareto_figure, playout_figure, playout_timeline_figure, timeline_figure,
+    depth_figure, error_cdf_figure, error_figure, heatmap_figure, mos_figure, pareto_figure,
+    playout_timeline_figure, timeline_figure,
 };
 use crate::results::SweepPoints;
 use crate::runs::Run;
 use crate::table::{rounded, summary_frame, to_csv, to_markdown};
+use crate::trace::TraceFigures;
 
 /// What a report wrote.
 #[derive(Clone, Debug, Default)]
@@ -30,10 +31,9 @@ pub struct Written {
 pub struct ReportInput<'a> {
     /// The report's title.
     pub title: &'a str,
-    /// The trace.
-    pub decoded: &'a Decoded,
-    /// The stream the figures show.
-    pub stream: u32,
+    /// The figures of the stream shown that need no replay ([`TraceFigures::of`] a decoded
+    /// trace, or drawn in passes over a file).
+    pub trace: &'a TraceFigures,
     /// Replays of that stream, one per configuration (colours follow this order).
     pub runs: &'a [Run],
     /// A sweep's configurations, for the Pareto figure and heat map.
@@ -60,8 +60,7 @@ pub fn write_report(
         dir,
         &ReportInput {
             title,
-            decoded,
-            stream,
+            trace: &TraceFigures::of(decoded, stream, title),
             runs,
             sweep: None,
             recommendation: None,
@@ -72,9 +71,8 @@ pub fn write_report(
 /// The figures of a report, in the order the index shows them: (file, heading, figure).
 pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static str, Figure)> {
     let ReportInput {
-        title,
-        decoded,
-        stream,
+        title: _,
+        trace,
         runs,
         sweep,
         recommendation: _,
@@ -85,12 +83,12 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
         (
             "network.png",
             "Network",
-            Box::new(move || network_figure(decoded, stream, &format!("{title}: network"))),
+            Box::new(move || trace.network.clone()),
         ),
         (
             "jitter.png",
             "Jitter",
-            Box::new(move || jitter_figure(decoded, stream, &format!("{title}: jitter"))),
+            Box::new(move || trace.jitter.clone()),
         ),
     ];
     if playout {
@@ -125,7 +123,7 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
     makers.push((
         "recovery.png",
         "Recovery after network spikes",
-        Box::new(move || crate::recovery::recovery_figure(decoded, stream, runs)),
+        Box::new(move || crate::recovery::recovery_figure(&trace.spikes, runs)),
     ));
     if let Some(sweep) = sweep {
         makers.push((
@@ -148,7 +146,7 @@ pub fn report_figures(input: &ReportInput<'_>) -> Vec<(&'static str, &'static st
     makers.push((
         "playout.png",
         "Playout",
-        Box::new(move || playout_figure(decoded, stream, 300)),
+        Box::new(move || trace.playout.clone()),
     ));
     // Each figure's data is prepared independently: one per core.
     makers

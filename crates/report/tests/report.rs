@@ -17,7 +17,7 @@ use jitterlab_report::figure::{Figure, Heat, Panel, Series, Style};
 use jitterlab_report::results::SweepPoints;
 use jitterlab_report::table::{rounded, summary_frame, to_csv, to_markdown, to_text};
 use jitterlab_report::{
-    ReportInput, Run, Written, report_figures, run_policies, write_full_report,
+    ReportInput, Run, TraceFigures, Written, report_figures, run_policies, write_full_report,
 };
 
 /// How much of the demo trace the tests replay: enough for a delay spike and a loss, few
@@ -32,7 +32,7 @@ const POLICIES: [(&str, &str); 2] = [
 
 /// Everything the tests build from the trace, once per test binary.
 struct Fixture {
-    decoded: Decoded,
+    trace: TraceFigures,
     runs: Vec<Run>,
     policies: Vec<Policy>,
     rows: Vec<Row>,
@@ -101,7 +101,7 @@ fn fixture() -> &'static Fixture {
         let points = SweepPoints::new(&policies, &tuning, rows.len());
         let rule = constraints.rule(policies.len());
         Fixture {
-            decoded,
+            trace: TraceFigures::of(&decoded, 0, "demo, first 6 s"),
             runs,
             policies,
             rows,
@@ -125,8 +125,7 @@ fn recommendation(f: &Fixture) -> String {
 fn input<'a>(f: &'a Fixture, with_sweep: bool, recommendation: Option<&'a str>) -> ReportInput<'a> {
     ReportInput {
         title: "demo, first 6 s",
-        decoded: &f.decoded,
-        stream: 0,
+        trace: &f.trace,
         runs: &f.runs,
         sweep: with_sweep.then_some(&f.points),
         recommendation: recommendation.map(|p| (p, f.rule.as_str())),
@@ -257,10 +256,10 @@ fn index_with_a_sweep_and_a_recommendation() {
 fn index_and_figures_of_a_trace_without_packets() {
     let decoded = Decoded::default();
     let points = SweepPoints::default();
+    let trace = TraceFigures::of(&decoded, 0, "empty");
     let input = ReportInput {
         title: "empty",
-        decoded: &decoded,
-        stream: 0,
+        trace: &trace,
         runs: &[],
         sweep: Some(&points),
         recommendation: None,

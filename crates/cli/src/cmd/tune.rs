@@ -11,7 +11,7 @@ use jitterlab_replay::sweep::{Row, Shard, SweepTrace};
 use jitterlab_replay::tune::{Candidate, Constraints, Tuning, tune};
 use jitterlab_replay::{ClockMapping, FrameClock, Policy, TraceStreams};
 use jitterlab_report::results::SweepPoints;
-use jitterlab_report::{ReportInput, play_policies, run_policies, write_full_report};
+use jitterlab_report::{ReportInput, TraceFigures, play_policies, run_policies, write_full_report};
 use serde_json::{Value, json};
 
 use crate::errors::AnswerIsNo;
@@ -101,19 +101,18 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         crate::input::not_stdout_dir(dir, "--report")?;
     }
     let constraints = args.limits.constraints()?;
-    // Without a report to draw (it replays frame by frame), the traces stream.
-    let streamed =
-        if args.report.is_none() && crate::streamed::should_stream(&args.traces, &args.options) {
-            match streamed_grid(args)? {
-                Some(policies) => {
-                    crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
-                        .map(|swept| (policies, swept))
-                }
-                None => None,
+    // Large traces stream (and so does `--report`'s: its figures in passes of their own).
+    let streamed = if crate::streamed::should_stream(&args.traces, &args.options) {
+        match streamed_grid(args)? {
+            Some(policies) => {
+                crate::streamed::sweep(&args.traces, &policies, &args.options, Shard::ALL)?
+                    .map(|swept| (policies, swept))
             }
-        } else {
-            None
-        };
+            None => None,
+        }
+    } else {
+        None
+    };
     let (loaded, mode, policies, rows, names) = match streamed {
         Some((policies, swept)) => (
             Vec::new(),
@@ -197,10 +196,17 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             Mode::Snapshot => constraints.rule(policies.len()),
             Mode::Playout => constraints.playout_rule(policies.len()),
         };
+        // The traces swept (`--keep-going` may have skipped some).
+        let swept: Vec<PathBuf> = args
+            .traces
+            .iter()
+            .filter(|p| names.contains(&p.display().to_string()))
+            .cloned()
+            .collect();
         write_tune_report(
             dir,
             (&t, &policies),
-            &loaded,
+            (&swept, &loaded),
             &args.options,
             &points,
             (mode, &why),
@@ -395,18 +401,17 @@ fn print_text(
     )
 }
 
-/// The report of `tune --report`: the tuning of `policies`, its rule in words (`why`).
+/// The report of `tune --report`: the tuning of `policies`, its rule in words (`why`), drawn
+/// from the first trace: `loaded` when the traces were swept in memory, else in passes over
+/// its file (or, when those give up, loaded now).
 fn write_tune_report(
     dir: &std::path::Path,
     (t, policies): (&Tuning, &[Policy]),
-    loaded: &[TraceStreams],
+    (paths, loaded): (&[PathBuf], &[TraceStreams]),
     o: &SweepOptions,
     points: &SweepPoints,
     (mode, why): (Mode, &str),
 ) -> Result<()> {
-    let Some(first) = loaded.first() else {
-        return Ok(());
-    };
     let feasible = t.recommendation.is_some();
     let chosen: Vec<(String, Policy)> = t
         .shown(4)
@@ -422,33 +427,56 @@ fn write_tune_report(
         })
         .collect();
     let clock: ClockMapping = o.clock.parse()?;
+    let frames = FrameClock::Fps(o.fps);
+    let rec = t.recommendation.map(|r| policies[r].to_string());
+    let write = |title: &str, trace: &TraceFigures, runs: &[jitterlab_report::Run]| {
+        write_full_report(
+            dir,
+            &ReportInput {
+                title,
+                trace,
+                runs,
+                sweep: Some(points),
+                recommendation: rec.as_deref().map(|p| (p, why)),
+            },
+        )
+        .with_context(|| format!("cannot write the report into {}", dir.display()))
+        .map(|_| ())
+    };
+    let held;
+    let first = match loaded.first() {
+        Some(first) => first,
+        None => {
+            let Some(path) = paths.first() else {
+                return Ok(());
+            };
+            let title = format!("jitterlab tune: {}", path.display());
+            if let Some(surveyed) = crate::streamed::survey(path, &o.decode)?
+                && let Some((figures, runs)) = crate::streamed::draw(
+                    path, &o.decode, &surveyed, &chosen, &frames, clock, &title,
+                )?
+            {
+                return write(&title, &figures, &runs);
+            }
+            held = load_all(std::slice::from_ref(path), o)?;
+            let Some(first) = held.first() else {
+                return Ok(());
+            };
+            first
+        }
+    };
     // The first stream that replays, as `report` shows by default.
     let stream = first.views().first().map_or(0, |v| v.id);
     let runs = match mode {
-        Mode::Snapshot => run_policies(
-            &first.decoded,
-            stream,
-            &chosen,
-            &FrameClock::Fps(o.fps),
-            clock,
-        )?,
+        Mode::Snapshot => run_policies(&first.decoded, stream, &chosen, &frames, clock)?,
         Mode::Playout => {
             play_policies(&first.decoded, stream, &chosen, clock, o.quality.options()?)?
         }
     };
-    let rec = t.recommendation.map(|r| policies[r].to_string());
     let title = format!("jitterlab tune: {}", first.name);
-    write_full_report(
-        dir,
-        &ReportInput {
-            title: &title,
-            decoded: &first.decoded,
-            stream,
-            runs: &runs,
-            sweep: Some(points),
-            recommendation: rec.as_deref().map(|p| (p, why)),
-        },
+    write(
+        &title,
+        &TraceFigures::of(&first.decoded, stream, &title),
+        &runs,
     )
-    .with_context(|| format!("cannot write the report into {}", dir.display()))?;
-    Ok(())
 }

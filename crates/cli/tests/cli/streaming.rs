@@ -426,3 +426,146 @@ fn a_hundred_thousand_tiny_streams_replay_in_one_pass() {
             .all(|s| s["metrics"]["packets"] == 2)
     );
 }
+
+/// Runs `report` on `trace` with `args` into a new directory under `dir`; its files by name
+/// (bytes) and its standard error.
+fn report_files(
+    dir: &Path,
+    name: &str,
+    trace: &Path,
+    args: &[&str],
+) -> (std::collections::BTreeMap<String, Vec<u8>>, String) {
+    let out_dir = dir.join(name);
+    let out = jitterlab()
+        .arg("report")
+        .arg(trace)
+        .args(args)
+        .arg("-o")
+        .arg(&out_dir)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let files = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    (files, stderr)
+}
+
+/// `report` in passes over the file (`--streaming`) writes the in-memory report byte for
+/// byte — every figure, the summary table and the index — over the demo trace, synthetic
+/// traces of two networks, a trace cut mid-record and one of 30 streams, with the default grid (tune's, swept
+/// in passes), a sweep's results, chosen policies, a stream chosen and a fixed clock; the
+/// jitterlab traces really stream (no note that they were drawn in memory). Traces whose send
+/// times are inferred (the shared RTP and game captures) are drawn in memory, with a note.
+#[test]
+fn streamed_report_writes_the_in_memory_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = vec![demo_trace()];
+    for (i, profile) in ["wifi", "lte-driving"].iter().enumerate() {
+        let path = dir.path().join(format!("{profile}.jtr"));
+        jitterlab()
+            .args(["synth", "--profile", profile, "--duration", "30s", "--seed"])
+            .arg((i + 11).to_string())
+            .arg("-o")
+            .arg(&path)
+            .assert()
+            .success();
+        traces.push(path);
+    }
+    let bytes = std::fs::read(demo_trace()).unwrap();
+    let cut = dir.path().join("cut.jtr");
+    std::fs::write(&cut, &bytes[..bytes.len() - 9]).unwrap();
+    traces.push(cut);
+    let tiny = dir.path().join("tiny.jtr");
+    tiny_streams(&tiny, 30, 400);
+    traces.push(tiny);
+    let results = dir.path().join("rows.parquet");
+    jitterlab()
+        .arg("sweep")
+        .arg(&traces[1])
+        .args(["--sweep", "fixed:delay=0..200ms/20ms", "-o"])
+        .arg(&results)
+        .assert()
+        .success();
+    let results = results.to_string_lossy().into_owned();
+    let runs: Vec<(usize, Vec<&str>)> = vec![
+        (0, vec![]),
+        (1, vec!["--results", &results]),
+        (
+            2,
+            vec![
+                "--results",
+                &results,
+                "--policy",
+                "jitter:a=2,k=3",
+                "--policy",
+                "mirror",
+            ],
+        ),
+        (
+            3,
+            vec![
+                "--results",
+                &results,
+                "--policy",
+                "fixed:delay=80ms",
+                "--clock",
+                "offset=-20",
+                "--fps",
+                "30",
+            ],
+        ),
+        (1, vec!["--results", &results, "--stream", "0"]),
+        (4, vec!["--results", &results, "--stream", "7"]),
+        (
+            4,
+            vec!["--results", &results, "--policy", "fixed:delay=60ms"],
+        ),
+    ];
+    for (k, (trace, args)) in runs.iter().enumerate() {
+        let trace = &traces[*trace];
+        let mut streaming = args.clone();
+        streaming.push("--streaming");
+        let (streamed, stderr) = report_files(dir.path(), &format!("s{k}"), trace, &streaming);
+        let mut in_memory = args.clone();
+        in_memory.push("--in-memory");
+        let (memory, _) = report_files(dir.path(), &format!("m{k}"), trace, &in_memory);
+        assert!(
+            !stderr.contains("in memory"),
+            "{} {args:?}: {stderr}",
+            trace.display()
+        );
+        assert_eq!(
+            streamed.keys().collect::<Vec<_>>(),
+            memory.keys().collect::<Vec<_>>(),
+            "{} {args:?}",
+            trace.display()
+        );
+        assert!(streamed.contains_key("network.png") && streamed.contains_key("recovery.png"));
+        for (name, bytes) in &streamed {
+            assert!(
+                bytes == &memory[name],
+                "{} {args:?}: {name} differs",
+                trace.display()
+            );
+        }
+    }
+    // A capture whose send times come from the whole stream: drawn in memory, said so.
+    if let Some(data) = jitterlab_capture::testdata::shared_data() {
+        let rtp = data.join("pcap/sipp_g711a.pcap");
+        let (_, stderr) = report_files(
+            dir.path(),
+            "rtp",
+            &rtp,
+            &["--streaming", "--snapshot", "--policy", "fixed:delay=60ms"],
+        );
+        assert!(stderr.contains("reporting in memory"), "{stderr}");
+    }
+}

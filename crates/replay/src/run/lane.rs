@@ -84,6 +84,32 @@ struct Pending {
     counted: bool,
 }
 
+/// A frame as a streaming pass logs it for figures ([`super::StreamingReplay::log_frames`]):
+/// what [`Frame`] says of it after startup, its error once the reference around its target
+/// is final.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoggedFrame {
+    /// Local render time.
+    pub at: Nanos,
+    /// How the frame was shown.
+    pub mode: Mode,
+    /// Display delay: mapped now − shown.
+    pub delay: Option<Nanos>,
+    /// Time buffered ahead of the target.
+    pub ahead: Option<Nanos>,
+    /// Distance from the reference at the target time.
+    pub error: Option<f64>,
+}
+
+/// A streaming lane's logged frames, in frame order: those at the front whose error is known
+/// are handed out; `waiting` marks those whose error is still to be measured.
+#[derive(Default)]
+struct FrameTap {
+    frames: VecDeque<(LoggedFrame, bool)>,
+    /// Index of the first frame still waiting for its error (or past the last).
+    fill: usize,
+}
+
 /// One rendered frame: what the player saw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame<'a> {
@@ -144,6 +170,8 @@ pub(super) struct Lane<E, R = Fixed> {
     exact_alpha: bool,
     stream_id: u32,
     deferred: Deferred,
+    /// Streaming, when the pass logs this lane's frames.
+    tap: Option<Box<FrameTap>>,
 }
 
 impl<E: Engine> Lane<E> {
@@ -178,6 +206,7 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             exact_alpha,
             stream_id,
             deferred: Deferred::default(),
+            tap: None,
         }
     }
 
@@ -326,6 +355,16 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             let held = pick.mode == Mode::Hold;
             if S::STREAMING {
                 self.deferred.recovery.push_back((at, shown_delay, held));
+                if let Some(tap) = &mut self.tap {
+                    let logged = LoggedFrame {
+                        at,
+                        mode: pick.mode,
+                        delay: shown_delay,
+                        ahead: self.engine.newest_send().map(|n| n - target),
+                        error: None,
+                    };
+                    tap.frames.push_back((logged, pick.from.is_some()));
+                }
             } else {
                 if let Some(e) = error {
                     metrics.error.add(e);
@@ -391,10 +430,21 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             self.deferred.errors.pop_front();
             let a = &source.sample(p.from).values;
             let b = (p.to != u32::MAX).then(|| (&source.sample(p.to).values[..], p.alpha));
-            if let Some(e) = reference.error_at(&mut self.cursor, p.target, a, b)
-                && p.counted
-            {
-                self.metrics.error.add(e);
+            let error = reference.error_at(&mut self.cursor, p.target, a, b);
+            if p.counted {
+                if let Some(e) = error {
+                    self.metrics.error.add(e);
+                }
+                if let Some(tap) = &mut self.tap {
+                    // The next frame after startup that showed something: this one.
+                    while let Some((_, false)) = tap.frames.get(tap.fill) {
+                        tap.fill += 1;
+                    }
+                    if let Some(f) = tap.frames.get_mut(tap.fill) {
+                        *f = (LoggedFrame { error, ..f.0 }, false);
+                        tap.fill += 1;
+                    }
+                }
             }
         }
         while let Some(&(at, delay, held)) = self.deferred.recovery.front()
@@ -403,6 +453,30 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             self.deferred.recovery.pop_front();
             self.metrics.recovery.frame(spikes, at, delay, held);
         }
+    }
+
+    /// Streaming: logs this lane's frames after startup ([`Lane::drain_log`]).
+    pub(super) fn log_frames(&mut self) {
+        self.tap.get_or_insert_with(Box::default);
+    }
+
+    /// Whether this lane logs its frames.
+    pub(super) fn logs(&self) -> bool {
+        self.tap.is_some()
+    }
+
+    /// Hands `f` the logged frames whose error is known, in frame order.
+    pub(super) fn drain_log(&mut self, mut f: impl FnMut(&LoggedFrame)) {
+        let Some(tap) = &mut self.tap else {
+            return;
+        };
+        let mut taken = 0;
+        while let Some((frame, false)) = tap.frames.front() {
+            f(frame);
+            tap.frames.pop_front();
+            taken += 1;
+        }
+        tap.fill = tap.fill.saturating_sub(taken);
     }
 
     /// The lowest sample index a frame waiting for its error shows.

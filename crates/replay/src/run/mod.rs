@@ -15,7 +15,7 @@ mod streaming;
 mod trace;
 
 pub use frames::{FrameClock, FramePlan};
-pub use lane::Frame;
+pub use lane::{Frame, LoggedFrame};
 pub use prepare::{Prepared, Stream};
 pub use streaming::{HORIZON, StreamedStream, StreamingReplay, Unstreamable};
 pub use trace::{StreamPlayout, TracePlayout, TraceReplay};

@@ -31,7 +31,7 @@ use jitterlab_capture::Nanos;
 use jitterlab_capture::decode::{Sample, SampleSink, StreamInfo};
 
 use super::frames::{OpenFrames, renders};
-use super::lane::{Lane, Source};
+use super::lane::{Lane, LoggedFrame, Source};
 use super::reference::{Growing, Placed, ReferenceTrack};
 use super::{FrameClock, Stream};
 use crate::buffer::{Packet, SeqWindow};
@@ -40,6 +40,18 @@ use crate::engine::{Engine, SnapshotEngine};
 use crate::metrics::{Metrics, Reference};
 use crate::policy::{Built, Policy};
 use crate::recovery::{Detector, Spike, SpikeRule};
+
+/// Runs `$body` with `$lane` (and its policy index and delay) for every lane of `$lanes`.
+macro_rules! each_lane {
+    ($lanes:expr, |$i:pat_param, $delay:pat_param, $lane:ident| $body:expr) => {{
+        for ($i, $delay, $lane) in $lanes.snapshot.iter_mut() {
+            $body
+        }
+        for ($i, $delay, $lane) in $lanes.own.iter_mut() {
+            $body
+        }
+    }};
+}
 
 /// The least horizon (sender clock) a frame's error waits for: a point sent this much before
 /// the newest point read is final.
@@ -92,6 +104,10 @@ pub struct StreamedStream {
     /// arrival to the last, as [`crate::FramePlan`] computes them for the bounds; `None`
     /// without, or when the trace had more frames than the cap.
     pub needs: Option<Vec<(Nanos, f64)>>,
+    /// With [`StreamingReplay::log_frames`], for the stream logged: per policy, the frames
+    /// not yet handed out by [`StreamingReplay::drain_frames`] (the last ones); empty
+    /// otherwise.
+    pub logged: Vec<Vec<LoggedFrame>>,
 }
 
 /// Replays every stream of a trace through several policies in one pass, as the trace is
@@ -103,6 +119,8 @@ pub struct StreamingReplay {
     streams: Vec<Option<Box<Live>>>,
     broken: Option<Unstreamable>,
     needs_kept: usize,
+    /// The stream whose frames are logged (reader's numbering).
+    logged: Option<u32>,
 }
 
 impl std::fmt::Debug for StreamingReplay {
@@ -155,6 +173,7 @@ impl StreamingReplay {
             streams: Vec::new(),
             broken: None,
             needs_kept: 0,
+            logged: None,
         })
     }
 
@@ -164,6 +183,29 @@ impl StreamingReplay {
     pub fn needs(mut self, cap: usize) -> Self {
         self.ctx.needs_cap = cap;
         self
+    }
+
+    /// Logs the frames of stream `stream` (the reader's number, [`Sample::stream`]) through
+    /// every policy, each once its error is final: [`StreamingReplay::drain_frames`] hands
+    /// them out as the pass goes, [`StreamedStream::logged`] the last ones. Frames wait at
+    /// most as long as their error does, so the log holds a few seconds of frames.
+    pub fn log_frames(mut self, stream: u32) -> Self {
+        self.logged = Some(stream);
+        self
+    }
+
+    /// Hands `f` the logged frames whose error is final, per policy (its index) in frame
+    /// order, and forgets them.
+    pub fn drain_frames(&mut self, mut f: impl FnMut(usize, &LoggedFrame)) {
+        let Some(live) = self
+            .logged
+            .and_then(|id| self.streams.get_mut(id as usize))
+            .and_then(Option::as_mut)
+        else {
+            return;
+        };
+        each_lane!(live.lanes, |i, _, lane| lane
+            .drain_log(|frame| f(*i, frame)));
     }
 
     /// The least horizon a frame's error waits for (default [`HORIZON`]): shorter holds
@@ -214,12 +256,17 @@ impl StreamingReplay {
         if self.streams.len() <= id {
             self.streams.resize_with(id + 1, || None);
         }
+        let logged = self.logged == Some(sample.stream);
         let live = self.streams[id].get_or_insert_with(|| {
-            Box::new(Live::new(
+            let mut live = Box::new(Live::new(
                 sample.stream,
                 channels.map(<[String]>::to_vec).unwrap_or_default(),
                 &self.policies,
-            ))
+            ));
+            if logged {
+                each_lane!(live.lanes, |_, _, lane| lane.log_frames());
+            }
+            live
         });
         let ctx = &self.ctx;
         let before = live.needs.len();
@@ -372,18 +419,6 @@ struct Lanes {
 /// A lane with its policy's index and longest delay (its recent frames kept as a stream of a
 /// few frames needs).
 type Slot<E> = (usize, Nanos, Lane<E, Growing>);
-
-/// Runs `$body` with `$lane` (and its policy index and delay) for every lane of `$lanes`.
-macro_rules! each_lane {
-    ($lanes:expr, |$i:pat_param, $delay:pat_param, $lane:ident| $body:expr) => {{
-        for ($i, $delay, $lane) in $lanes.snapshot.iter_mut() {
-            $body
-        }
-        for ($i, $delay, $lane) in $lanes.own.iter_mut() {
-            $body
-        }
-    }};
-}
 
 /// One stream being read.
 struct Live {
@@ -732,6 +767,7 @@ impl Live {
                 packets: 0,
                 metrics,
                 needs: ctx.needs().then(Vec::new),
+                logged: Vec::new(),
             });
         };
         let span = (first, self.last);
@@ -774,6 +810,13 @@ impl Live {
             _ => Reference::Hindsight,
         });
         let count = self.count;
+        let mut logged = Vec::new();
+        each_lane!(self.lanes, |i, _, lane| {
+            if lane.logs() {
+                logged.resize_with(policies.len(), Vec::new);
+                lane.drain_log(|f| logged[*i].push(*f));
+            }
+        });
         for (i, _, lane) in self.lanes.snapshot {
             debug_assert!(lane.settled());
             metrics[i] = lane.finish_with(count);
@@ -790,6 +833,7 @@ impl Live {
             packets: count,
             metrics,
             needs: (ctx.needs() && !self.needs_dropped).then_some(self.needs),
+            logged,
         })
     }
 }
