@@ -557,6 +557,45 @@ fn streamed_report_writes_the_in_memory_report() {
             );
         }
     }
+    // `tune --report` draws its report in passes when the traces stream: the same files.
+    // (`tune` exits 1 when nothing meets its limits, with the report written all the same.)
+    let mut tuned = Vec::new();
+    for mode in ["--streaming", "--in-memory"] {
+        let out_dir = dir.path().join(format!("tune{mode}"));
+        let out = jitterlab()
+            .arg("tune")
+            .arg(&traces[2])
+            .args([
+                "--sweep",
+                "fixed:delay=0..300ms/25ms",
+                "--sweep",
+                "jitter:k=2|4",
+                mode,
+            ])
+            .arg("--report")
+            .arg(&out_dir)
+            .assert();
+        // 1: nothing meets the limits on this network; the report is written all the same.
+        assert!(matches!(out.get_output().status.code(), Some(0 | 1)));
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(!stderr.contains("in memory"), "{stderr}");
+        let files: std::collections::BTreeMap<String, Vec<u8>> = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        tuned.push(files);
+    }
+    assert!(tuned[0].len() > 8);
+    assert!(
+        tuned[0] == tuned[1],
+        "tune --report: the streamed report differs"
+    );
     // A capture whose send times come from the whole stream: drawn in memory, said so.
     if let Some(data) = jitterlab_capture::testdata::shared_data() {
         let rtp = data.join("pcap/sipp_g711a.pcap");
