@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::source::is_stdio;
 use jitterlab_replay::{ClockMapping, FrameClock, Metrics, Policy, StreamingReplay};
@@ -386,14 +386,15 @@ pub(crate) struct Surveyed {
     survey: jitterlab_report::trace::Surveyed,
 }
 
-/// The first pass of a streaming report over `path`: every stream surveyed, the one shown
-/// chosen (`--stream`, else the first that replays). `Ok(None)`, with a note saying why when
-/// it is a surprise of the trace, when the report is better drawn in memory: nothing to
-/// replay, send times inferred from the whole stream, records out of arrival order.
+/// The first pass of a streaming report (or timeline) over `path`: every stream surveyed,
+/// the one shown chosen (`--stream`, else the first that replays). `Ok(None)`, with a note
+/// saying why (`doing` in memory) when it is a surprise of the trace, when the work is better
+/// done in memory: nothing to replay, send times inferred from the whole stream, records out
+/// of arrival order.
 ///
 /// # Errors
 /// The trace cannot be read, or the selection matches nothing.
-pub(crate) fn survey(path: &Path, args: &DecodeArgs) -> Result<Option<Surveyed>> {
+pub(crate) fn survey(path: &Path, args: &DecodeArgs, doing: &str) -> Result<Option<Surveyed>> {
     use jitterlab_report::pass::SurveyPass;
     if is_stdio(path) {
         return Ok(None);
@@ -427,7 +428,7 @@ pub(crate) fn survey(path: &Path, args: &DecodeArgs) -> Result<Option<Surveyed>>
         return Ok(None);
     };
     let give_up = |why: String| {
-        crate::say::note!("note: {display}: reporting in memory: {why}");
+        crate::say::note!("note: {display}: {doing} in memory: {why}");
         Ok(None)
     };
     if finished.unstamped.get(reader).copied().unwrap_or(false)
@@ -501,5 +502,154 @@ pub(crate) fn draw(
             Ok(Some((figures, runs)))
         }
         Err(e) => give_up(e.to_string()),
+    }
+}
+
+/// `replay --timeline OUT` in passes over `path`: a survey, then one stream (`--stream`, or
+/// the trace's only one that replays) replayed through `policy` with every frame written to
+/// `out` (a file, committed once whole) as soon as it is final, in frame order as in memory.
+/// `Ok(None)`, with a note when it is the trace's doing, when the timeline is written in
+/// memory instead: several streams (in memory their frames are written stream by stream),
+/// what the pass cannot replay, or a pass that gives up (its file is discarded).
+///
+/// # Errors
+/// The trace cannot be read, a selection matches nothing, or the timeline cannot be written.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn timeline(
+    path: &Path,
+    args: &DecodeArgs,
+    frames: &FrameClock,
+    clock: ClockMapping,
+    policy: &Policy,
+    out: &Path,
+    format: jitterlab_report::timeline::TableFormat,
+    force: bool,
+) -> Result<Option<jitterlab_replay::TraceReplay>> {
+    use jitterlab_capture::output::AtomicFile;
+    use jitterlab_report::timeline::TimelineWriter;
+    let policies = std::slice::from_ref(policy);
+    if is_stdio(path) || is_stdio(out) || StreamingReplay::new(frames, clock, policies).is_err() {
+        return Ok(None);
+    }
+    let Some(surveyed) = survey(path, args, "replaying")? else {
+        return Ok(None);
+    };
+    let display = shown(path);
+    let decoded = &surveyed.decoded;
+    let replayable = decoded
+        .streams
+        .iter()
+        .filter(|i| jitterlab_replay::streams::check(i).is_ok())
+        .count();
+    if args.select.stream.is_none() && replayable != 1 {
+        crate::say::note!(
+            "note: {display}: the timeline of {replayable} streams is written in memory \
+             (--stream N writes one stream's in passes)"
+        );
+        return Ok(None);
+    }
+    // The value columns, as in memory.
+    let width = decoded
+        .streams
+        .iter()
+        .filter(|s| args.select.stream.is_none_or(|id| id == s.id))
+        .map(|s| s.channels.len())
+        .max()
+        .unwrap_or(0);
+    let names: Vec<String> = match decoded.streams.first() {
+        Some(s) if s.channels.len() == width && decoded.streams.len() == 1 => s.channels.clone(),
+        _ => (0..width).map(|i| format!("value_{i}")).collect(),
+    };
+    let shown_out = out.display().to_string();
+    let mut file = AtomicFile::create(out, force)?;
+    let writer = TimelineWriter::new(&mut file, format, &names)
+        .with_context(|| format!("cannot write {shown_out}"))?;
+    let pass = StreamingReplay::new(frames, clock, policies)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .log_frames(surveyed.reader, true);
+    let sink = TimelineSink {
+        stream: surveyed.reader,
+        id: surveyed.stream,
+        pass,
+        writer,
+        failed: None,
+        pushed: 0,
+    };
+    let read = crate::input::read_collected(path, args, false, sink)?;
+    let TimelineSink {
+        pass,
+        mut writer,
+        failed,
+        id,
+        ..
+    } = read.finished.sink;
+    if let Some(e) = failed {
+        return Err(anyhow::Error::from(e).context(format!("cannot write {shown_out}")));
+    }
+    let streamed = match pass.finish() {
+        Ok(streamed) => streamed,
+        Err(e) => {
+            crate::say::note!("note: {display}: replaying in memory: {e}");
+            return Ok(None);
+        }
+    };
+    let mut result = jitterlab_replay::TraceReplay::default();
+    if let Some(s) = streamed.into_iter().find(|s| s.stream == surveyed.reader) {
+        for f in s.logged.into_iter().flatten() {
+            writer
+                .push(&f.frame(id))
+                .with_context(|| format!("cannot write {shown_out}"))?;
+        }
+        let m = s.metrics.into_iter().next().unwrap_or_default();
+        result.total.merge(&m);
+        result.streams.push((id, m));
+    }
+    writer
+        .finish()
+        .with_context(|| format!("cannot write {shown_out}"))?;
+    file.commit()
+        .with_context(|| format!("cannot write {shown_out}"))?;
+    Ok(Some(result))
+}
+
+/// The second pass of [`timeline`]: one stream's samples replayed, its final frames written.
+struct TimelineSink<W: std::io::Write> {
+    /// The stream, as the reader numbers it, and as `info` does (the rows' `stream`).
+    stream: u32,
+    id: u32,
+    pass: StreamingReplay,
+    writer: jitterlab_report::timeline::TimelineWriter<W>,
+    failed: Option<jitterlab_report::Error>,
+    pushed: u64,
+}
+
+impl<W: std::io::Write> jitterlab_capture::decode::SampleSink for TimelineSink<W> {
+    fn samples(
+        &mut self,
+        samples: &mut Vec<jitterlab_capture::Sample>,
+        truth: bool,
+        streams: &[jitterlab_capture::StreamInfo],
+    ) {
+        for s in samples.drain(..) {
+            if s.stream != self.stream {
+                continue;
+            }
+            let channels = streams
+                .get(s.stream as usize)
+                .map(|i| i.channels.as_slice());
+            self.pass.push(s, truth, channels);
+            self.pushed += 1;
+        }
+        if self.pushed >= 256 {
+            self.pushed = 0;
+            let (writer, failed, id) = (&mut self.writer, &mut self.failed, self.id);
+            self.pass.drain_frames(|_, f| {
+                if failed.is_none()
+                    && let Err(e) = writer.push(&f.frame(id))
+                {
+                    *failed = Some(e);
+                }
+            });
+        }
     }
 }

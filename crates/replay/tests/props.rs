@@ -368,12 +368,12 @@ proptest! {
         // The first stream's frames logged (and handed out as the pass goes, at every
         // `trim_every`-th record).
         let logged_id = records.first().map_or(0, |r| r.0.stream);
-        let mut pass = pass.log_frames(logged_id);
+        let mut pass = pass.log_frames(logged_id, true);
         let mut logged: Vec<Vec<jitterlab_replay::LoggedFrame>> = vec![Vec::new(); policies.len()];
         for (k, (s, t)) in records.iter().cloned().enumerate() {
             pass.push(s, t, None);
             if (k as u64).is_multiple_of(trim_every) {
-                pass.drain_frames(|i, f| logged[i].push(*f));
+                pass.drain_frames(|i, f| logged[i].push(f));
             }
         }
         let streamed = match pass.finish() {
@@ -421,22 +421,32 @@ proptest! {
                 let mut want = Vec::new();
                 let framed = replay
                     .frames(&prepared, policy, |f| {
-                        if !f.startup {
-                            want.push(jitterlab_replay::LoggedFrame {
-                                at: f.at,
-                                mode: f.mode,
-                                delay: f.delay,
-                                ahead: f.ahead,
-                                error: f.error,
-                            });
-                        }
+                        want.push(jitterlab_replay::LoggedFrame {
+                            at: f.at,
+                            target: f.target,
+                            mode: f.mode,
+                            hold: f.hold,
+                            alpha: f.alpha,
+                            from: f.from,
+                            to: f.to,
+                            value: f.value.to_vec(),
+                            state: f.state,
+                            shown: f.shown,
+                            delay: f.delay,
+                            depth: f.depth,
+                            buffer_delay: f.buffer_delay,
+                            frozen: f.frozen,
+                            ahead: f.ahead,
+                            error: f.error,
+                            startup: f.startup,
+                        });
                     })
                     .unwrap();
                 if s.stream == logged_id {
                     // The frames logged in the pass are those rendered in memory, frame for
-                    // frame, their error included.
+                    // frame, startup frames, shown values and error included.
                     let mut got = logged[k].clone();
-                    got.extend(s.logged.get(k).into_iter().flatten().copied());
+                    got.extend(s.logged.get(k).into_iter().flatten().cloned());
                     prop_assert_eq!(
                         format!("{got:?}"),
                         format!("{want:?}"),

@@ -71,8 +71,12 @@ impl FrameLogger {
         self.spikes.push(t, delay_ms);
     }
 
-    /// A frame a streaming pass logged, `start` the stream's first arrival.
+    /// A frame a streaming pass logged, `start` the stream's first arrival (startup frames
+    /// are left out, as [`run_policies`] leaves them).
     fn logged(&mut self, f: &LoggedFrame, start: Nanos) {
+        if f.startup {
+            return;
+        }
         self.frame(
             (f.at - start).as_secs_f64(),
             f.ahead.map_or(f64::NAN, |a| a.as_millis_f64()),
@@ -376,7 +380,7 @@ impl RunsPass {
         survey: &crate::trace::Surveyed,
     ) -> Result<Self, Unstreamable> {
         let only: Vec<Policy> = policies.iter().map(|(_, p)| p.clone()).collect();
-        let pass = StreamingReplay::new(frames, clock, &only)?.log_frames(stream);
+        let pass = StreamingReplay::new(frames, clock, &only)?.log_frames(stream, false);
         let windows = SpikeWindows::around(&crate::recovery::windows_of(&survey.spikes.1));
         Ok(Self {
             pass,
@@ -404,7 +408,7 @@ impl RunsPass {
 
     fn drain(&mut self) {
         let (loggers, start) = (&mut self.loggers, self.start);
-        self.pass.drain_frames(|i, f| loggers[i].logged(f, start));
+        self.pass.drain_frames(|i, f| loggers[i].logged(&f, start));
     }
 
     /// The problem met so far, if any ([`StreamingReplay::broken`]).

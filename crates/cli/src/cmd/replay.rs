@@ -181,6 +181,25 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
         return print_replay(args, &policy, &result, Vec::new());
     }
+    // A timeline of one stream is written in passes too, frame by frame as each is final.
+    if !args.playout
+        && !args.in_memory
+        && !keep_samples
+        && let Some((path, format)) = target
+        && let Some(result) = crate::streamed::timeline(
+            &args.trace,
+            &args.decode,
+            &frames,
+            clock,
+            &policy,
+            path,
+            format,
+            args.force,
+        )?
+    {
+        crate::say::note!("wrote the timeline to {}", path.display());
+        return print_replay(args, &policy, &result, Vec::new());
+    }
     let decoded = load(&args.trace, &args.decode)?;
     if args.playout {
         return run_playout(args, &policy, clock, &decoded, target);

@@ -112,7 +112,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         && crate::streamed::should_stream(std::slice::from_ref(&args.trace), &options)
         && explicit.iter().all(|p| StreamingReplay::check(p).is_ok())
         && StreamingReplay::new(&frames, clock, &[]).is_ok()
-        && let Some(surveyed) = crate::streamed::survey(&args.trace, &options.decode)?
+        && let Some(surveyed) = crate::streamed::survey(&args.trace, &options.decode, "reporting")?
     {
         let table = match &sweep_file {
             Some(t) => Some(t.clone()),

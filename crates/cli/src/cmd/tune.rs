@@ -451,7 +451,7 @@ fn write_tune_report(
                 return Ok(());
             };
             let title = format!("jitterlab tune: {}", path.display());
-            if let Some(surveyed) = crate::streamed::survey(path, &o.decode)?
+            if let Some(surveyed) = crate::streamed::survey(path, &o.decode, "reporting")?
                 && let Some((figures, runs)) = crate::streamed::draw(
                     path, &o.decode, &surveyed, &chosen, &frames, clock, &title,
                 )?

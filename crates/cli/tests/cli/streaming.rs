@@ -219,6 +219,26 @@ fn every_on_an_endless_pipe_prints_running_summaries_and_a_last_one_on_sigterm()
 }
 
 /// `replay --json` of `trace` with `args`, as the command prints it (stdout), and its stderr.
+/// A `synth` trace of network `profile` with `seed`, lasting `duration`, in `dir`.
+fn synth(dir: &Path, profile: &str, seed: u64, duration: &str) -> PathBuf {
+    let path = dir.join(format!("{profile}.jtr"));
+    jitterlab()
+        .args([
+            "synth",
+            "--profile",
+            profile,
+            "--duration",
+            duration,
+            "--seed",
+        ])
+        .arg(seed.to_string())
+        .arg("-o")
+        .arg(&path)
+        .assert()
+        .success();
+    path
+}
+
 fn replay_out(trace: &Path, args: &[&str]) -> (String, String) {
     let out = jitterlab()
         .arg("replay")
@@ -244,15 +264,7 @@ fn streamed_replay_prints_the_in_memory_json() {
     let dir = tempfile::tempdir().unwrap();
     let mut streamed = vec![demo_trace()];
     for (i, profile) in ["wifi", "congested", "lte-driving"].iter().enumerate() {
-        let path = dir.path().join(format!("{profile}.jtr"));
-        jitterlab()
-            .args(["synth", "--profile", profile, "--duration", "40s", "--seed"])
-            .arg((i + 3).to_string())
-            .arg("-o")
-            .arg(&path)
-            .assert()
-            .success();
-        streamed.push(path);
+        streamed.push(synth(dir.path(), profile, i as u64 + 3, "40s"));
     }
     let tiny = dir.path().join("tiny.jtr");
     tiny_streams(&tiny, 300, 12);
@@ -306,15 +318,7 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
     let dir = tempfile::tempdir().unwrap();
     let mut traces = vec![demo_trace()];
     for (i, profile) in ["congested", "lte-driving"].iter().enumerate() {
-        let path = dir.path().join(format!("{profile}.jtr"));
-        jitterlab()
-            .args(["synth", "--profile", profile, "--duration", "30s", "--seed"])
-            .arg((i + 7).to_string())
-            .arg("-o")
-            .arg(&path)
-            .assert()
-            .success();
-        traces.push(path);
+        traces.push(synth(dir.path(), profile, i as u64 + 7, "30s"));
     }
     let grid = [
         "--sweep",
@@ -445,7 +449,12 @@ fn report_files(
         .assert()
         .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    let files = std::fs::read_dir(&out_dir)
+    (files_in(&out_dir), stderr)
+}
+
+/// Every file of `dir` by name, with its bytes.
+fn files_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {
             let p = e.unwrap().path();
@@ -454,8 +463,7 @@ fn report_files(
                 std::fs::read(&p).unwrap(),
             )
         })
-        .collect();
-    (files, stderr)
+        .collect()
 }
 
 /// `report` in passes over the file (`--streaming`) writes the in-memory report byte for
@@ -469,15 +477,7 @@ fn streamed_report_writes_the_in_memory_report() {
     let dir = tempfile::tempdir().unwrap();
     let mut traces = vec![demo_trace()];
     for (i, profile) in ["wifi", "lte-driving"].iter().enumerate() {
-        let path = dir.path().join(format!("{profile}.jtr"));
-        jitterlab()
-            .args(["synth", "--profile", profile, "--duration", "30s", "--seed"])
-            .arg((i + 11).to_string())
-            .arg("-o")
-            .arg(&path)
-            .assert()
-            .success();
-        traces.push(path);
+        traces.push(synth(dir.path(), profile, i as u64 + 11, "30s"));
     }
     let bytes = std::fs::read(demo_trace()).unwrap();
     let cut = dir.path().join("cut.jtr");
@@ -579,17 +579,7 @@ fn streamed_report_writes_the_in_memory_report() {
         assert!(matches!(out.get_output().status.code(), Some(0 | 1)));
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
         assert!(!stderr.contains("in memory"), "{stderr}");
-        let files: std::collections::BTreeMap<String, Vec<u8>> = std::fs::read_dir(&out_dir)
-            .unwrap()
-            .map(|e| {
-                let p = e.unwrap().path();
-                (
-                    p.file_name().unwrap().to_string_lossy().into_owned(),
-                    std::fs::read(&p).unwrap(),
-                )
-            })
-            .collect();
-        tuned.push(files);
+        tuned.push(files_in(&out_dir));
     }
     assert!(tuned[0].len() > 8);
     assert!(
@@ -607,4 +597,84 @@ fn streamed_report_writes_the_in_memory_report() {
         );
         assert!(stderr.contains("reporting in memory"), "{stderr}");
     }
+}
+
+/// `replay --timeline` of one stream is written in passes over the file, frame by frame as
+/// each is final, and is the in-memory timeline byte for byte (CSV and Parquet), with the same
+/// JSON, over the demo trace, synthetic traces of two networks, a trace cut mid-record and one
+/// stream of 30 (`--stream`), for several policies, frame rates and clocks. A trace of several
+/// streams without `--stream` writes its timeline in memory, and says so.
+#[test]
+fn streamed_timeline_is_the_in_memory_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = vec![demo_trace()];
+    for (i, profile) in ["wifi", "lte-driving"].iter().enumerate() {
+        traces.push(synth(dir.path(), profile, i as u64 + 21, "20s"));
+    }
+    let bytes = std::fs::read(demo_trace()).unwrap();
+    let cut = dir.path().join("cut.jtr");
+    std::fs::write(&cut, &bytes[..bytes.len() - 9]).unwrap();
+    traces.push(cut);
+    let tiny = dir.path().join("tiny.jtr");
+    tiny_streams(&tiny, 30, 300);
+    let runs: Vec<(&Path, Vec<&str>, &str)> = vec![
+        (&traces[0], vec!["--policy", "fixed:delay=100ms"], "csv"),
+        (&traces[1], vec!["--policy", "jitter:a=2,k=3"], "parquet"),
+        (
+            &traces[2],
+            vec!["--policy", "mirror", "--fps", "144"],
+            "csv",
+        ),
+        (
+            &traces[2],
+            vec!["--policy", "n4e", "--clock", "offset=-20"],
+            "csv",
+        ),
+        (&traces[3], vec!["--policy", "quantile:q=0.95"], "csv"),
+        (
+            &tiny,
+            vec!["--policy", "fixed:delay=80ms", "--stream", "7"],
+            "csv",
+        ),
+    ];
+    for (k, (trace, args, ext)) in runs.iter().enumerate() {
+        let mut outputs = Vec::new();
+        for mode in ["", "--in-memory"] {
+            let out = dir.path().join(format!("t{k}{mode}.{ext}"));
+            let run = jitterlab()
+                .arg("replay")
+                .arg(trace)
+                .args(args)
+                .args(["--json", "--timeline"])
+                .arg(&out)
+                .args((!mode.is_empty()).then_some(mode))
+                .assert()
+                .success();
+            let o = run.get_output();
+            let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+            if mode.is_empty() {
+                assert!(!stderr.contains("in memory"), "{args:?}: {stderr}");
+            }
+            outputs.push((o.stdout.clone(), std::fs::read(&out).unwrap()));
+        }
+        assert!(outputs[0].1.len() > 1000, "{args:?}");
+        assert!(outputs[0].0 == outputs[1].0, "{args:?}: the JSON differs");
+        assert!(
+            outputs[0].1 == outputs[1].1,
+            "{args:?}: the timeline differs"
+        );
+    }
+    let out = dir.path().join("all.csv");
+    let run = jitterlab()
+        .arg("replay")
+        .arg(&tiny)
+        .args(["--policy", "fixed", "--timeline"])
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&run.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("the timeline of 30 streams is written in memory"),
+        "{stderr}"
+    );
 }

@@ -84,30 +84,120 @@ struct Pending {
     counted: bool,
 }
 
-/// A frame as a streaming pass logs it for figures ([`super::StreamingReplay::log_frames`]):
-/// what [`Frame`] says of it after startup, its error once the reference around its target
-/// is final.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A frame as a streaming pass logs it ([`super::StreamingReplay::log_frames`]): what
+/// [`Frame`] says of it, its error (and shown values, when asked for) once the reference
+/// around its target is final. [`LoggedFrame::frame`] lends it as a [`Frame`].
+#[derive(Clone, Debug, PartialEq)]
 pub struct LoggedFrame {
     /// Local render time.
     pub at: Nanos,
+    /// Target time on the sender's clock.
+    pub target: Nanos,
     /// How the frame was shown.
     pub mode: Mode,
+    /// Why it was held.
+    pub hold: Option<HoldReason>,
+    /// Interpolation factor, when interpolating.
+    pub alpha: Option<f64>,
+    /// The left (or held) sample: its index among the stream's received samples.
+    pub from: Option<u32>,
+    /// The right sample, when interpolating.
+    pub to: Option<u32>,
+    /// The shown values: empty unless the pass logs values, or when nothing is shown.
+    pub value: Vec<f64>,
+    /// The shown discrete state.
+    pub state: Option<u32>,
+    /// Sender time of what is shown.
+    pub shown: Option<Nanos>,
     /// Display delay: mapped now − shown.
     pub delay: Option<Nanos>,
+    /// Samples buffered at or after the target.
+    pub depth: usize,
+    /// The policy's playout delay in force.
+    pub buffer_delay: Nanos,
+    /// The timeline stood still rather than step backwards.
+    pub frozen: bool,
     /// Time buffered ahead of the target.
     pub ahead: Option<Nanos>,
     /// Distance from the reference at the target time.
     pub error: Option<f64>,
+    /// Before playback started.
+    pub startup: bool,
 }
 
-/// A streaming lane's logged frames, in frame order: those at the front whose error is known
-/// are handed out; `waiting` marks those whose error is still to be measured.
+impl LoggedFrame {
+    /// The frame as [`Frame`] of stream `stream`.
+    pub fn frame(&self, stream: u32) -> Frame<'_> {
+        Frame {
+            stream,
+            at: self.at,
+            target: self.target,
+            mode: self.mode,
+            hold: self.hold,
+            alpha: self.alpha,
+            from: self.from,
+            to: self.to,
+            value: &self.value,
+            state: self.state,
+            shown: self.shown,
+            delay: self.delay,
+            depth: self.depth,
+            buffer_delay: self.buffer_delay,
+            frozen: self.frozen,
+            ahead: self.ahead,
+            error: self.error,
+            startup: self.startup,
+        }
+    }
+}
+
+/// A streaming lane's logged frames, in frame order: those at the front that are final are
+/// handed out; `waiting` marks those whose error (and values) are still to be measured.
 #[derive(Default)]
 struct FrameTap {
     frames: VecDeque<(LoggedFrame, bool)>,
-    /// Index of the first frame still waiting for its error (or past the last).
+    /// Index of the first frame still waiting (or past the last).
     fill: usize,
+    /// Measure the shown values too.
+    values: bool,
+}
+
+/// The values (into `value`) and state a frame showed: sample `from`, or `from` and `to`
+/// blended by `alpha` (C7, rotation by slerp, C14).
+#[inline(always)]
+fn shown_value<S: Source>(
+    source: &S,
+    from: u32,
+    to: Option<u32>,
+    alpha: f64,
+    value: &mut Vec<f64>,
+) -> Option<u32> {
+    let a = source.sample(from);
+    match to {
+        Some(to) => {
+            let b = source.sample(to);
+            // C7: value = a + (b − a)·alpha, per channel.
+            value.extend(
+                a.values
+                    .iter()
+                    .zip(&b.values)
+                    .map(|(x, y)| x + (y - x) * alpha),
+            );
+            // C14: rotation by slerp, not by a linear blend.
+            if let Some(r) = source.rotation()
+                && r + 4 <= value.len()
+            {
+                let q = |v: &[f64]| [v[r], v[r + 1], v[r + 2], v[r + 3]];
+                let s = crate::values::slerp(q(&a.values), q(&b.values), alpha);
+                value[r..r + 4].copy_from_slice(&s);
+            }
+            if alpha >= 1.0 { b.state } else { a.state }
+        }
+        None => {
+            value.extend_from_slice(&a.values);
+            a.state
+        }
+    }
 }
 
 /// One rendered frame: what the player saw.
@@ -261,35 +351,9 @@ impl<E: Engine, R: Ring> Lane<E, R> {
         self.started |= !startup;
         let mut state = None;
         let error = if FRAMES {
-            let alpha = pick.alpha();
             value.clear();
             if let Some(from) = pick.from {
-                let a = source.sample(from);
-                match pick.to {
-                    Some(to) => {
-                        let b = source.sample(to);
-                        // C7: value = a + (b − a)·alpha, per channel.
-                        value.extend(
-                            a.values
-                                .iter()
-                                .zip(&b.values)
-                                .map(|(x, y)| x + (y - x) * alpha),
-                        );
-                        // C14: rotation by slerp, not by a linear blend.
-                        if let Some(r) = source.rotation()
-                            && r + 4 <= value.len()
-                        {
-                            let q = |v: &[f64]| [v[r], v[r + 1], v[r + 2], v[r + 3]];
-                            let s = crate::values::slerp(q(&a.values), q(&b.values), alpha);
-                            value[r..r + 4].copy_from_slice(&s);
-                        }
-                        state = if alpha >= 1.0 { b.state } else { a.state };
-                    }
-                    None => {
-                        value.extend_from_slice(&a.values);
-                        state = a.state;
-                    }
-                }
+                state = shown_value(source, from, pick.to, pick.alpha(), value);
                 reference.error_at(&mut self.cursor, target, value, None)
             } else {
                 None
@@ -355,16 +419,6 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             let held = pick.mode == Mode::Hold;
             if S::STREAMING {
                 self.deferred.recovery.push_back((at, shown_delay, held));
-                if let Some(tap) = &mut self.tap {
-                    let logged = LoggedFrame {
-                        at,
-                        mode: pick.mode,
-                        delay: shown_delay,
-                        ahead: self.engine.newest_send().map(|n| n - target),
-                        error: None,
-                    };
-                    tap.frames.push_back((logged, pick.from.is_some()));
-                }
             } else {
                 if let Some(e) = error {
                     metrics.error.add(e);
@@ -373,6 +427,30 @@ impl<E: Engine, R: Ring> Lane<E, R> {
                     .recovery
                     .frame(source.spikes(), at, shown_delay, held);
             }
+        }
+        if S::STREAMING
+            && let Some(tap) = &mut self.tap
+        {
+            let logged = LoggedFrame {
+                at,
+                target,
+                mode: pick.mode,
+                hold: pick.hold,
+                alpha: pick.from.and(pick.to).map(|_| pick.alpha()),
+                from: pick.from,
+                to: pick.to,
+                value: Vec::new(),
+                state: None,
+                shown: pick.shown,
+                delay: shown_delay,
+                depth: pick.depth,
+                buffer_delay: applied.delay,
+                frozen: applied.frozen,
+                ahead: self.engine.newest_send().map(|n| n - target),
+                error: None,
+                startup,
+            };
+            tap.frames.push_back((logged, pick.from.is_some()));
         }
         if FRAMES {
             on_frame(&Frame {
@@ -431,19 +509,29 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             let a = &source.sample(p.from).values;
             let b = (p.to != u32::MAX).then(|| (&source.sample(p.to).values[..], p.alpha));
             let error = reference.error_at(&mut self.cursor, p.target, a, b);
-            if p.counted {
-                if let Some(e) = error {
-                    self.metrics.error.add(e);
+            if p.counted
+                && let Some(e) = error
+            {
+                self.metrics.error.add(e);
+            }
+            if let Some(tap) = &mut self.tap {
+                // The next frame that showed something: this one.
+                while let Some((_, false)) = tap.frames.get(tap.fill) {
+                    tap.fill += 1;
                 }
-                if let Some(tap) = &mut self.tap {
-                    // The next frame after startup that showed something: this one.
-                    while let Some((_, false)) = tap.frames.get(tap.fill) {
-                        tap.fill += 1;
-                    }
-                    if let Some(f) = tap.frames.get_mut(tap.fill) {
-                        *f = (LoggedFrame { error, ..f.0 }, false);
-                        tap.fill += 1;
-                    }
+                if let Some((f, waiting)) = tap.frames.get_mut(tap.fill) {
+                    let to = (p.to != u32::MAX).then_some(p.to);
+                    f.state = if tap.values {
+                        shown_value(source, p.from, to, p.alpha, &mut f.value)
+                    } else {
+                        match to {
+                            Some(to) if p.alpha >= 1.0 => source.sample(to).state,
+                            _ => source.sample(p.from).state,
+                        }
+                    };
+                    f.error = error;
+                    *waiting = false;
+                    tap.fill += 1;
                 }
             }
         }
@@ -455,9 +543,10 @@ impl<E: Engine, R: Ring> Lane<E, R> {
         }
     }
 
-    /// Streaming: logs this lane's frames after startup ([`Lane::drain_log`]).
-    pub(super) fn log_frames(&mut self) {
-        self.tap.get_or_insert_with(Box::default);
+    /// Streaming: logs this lane's frames ([`Lane::drain_log`]), with their shown values
+    /// when `values`.
+    pub(super) fn log_frames(&mut self, values: bool) {
+        self.tap.get_or_insert_with(Box::default).values = values;
     }
 
     /// Whether this lane logs its frames.
@@ -465,15 +554,16 @@ impl<E: Engine, R: Ring> Lane<E, R> {
         self.tap.is_some()
     }
 
-    /// Hands `f` the logged frames whose error is known, in frame order.
-    pub(super) fn drain_log(&mut self, mut f: impl FnMut(&LoggedFrame)) {
+    /// Hands `f` the logged frames that are final, in frame order.
+    pub(super) fn drain_log(&mut self, mut f: impl FnMut(LoggedFrame)) {
         let Some(tap) = &mut self.tap else {
             return;
         };
         let mut taken = 0;
-        while let Some((frame, false)) = tap.frames.front() {
-            f(frame);
-            tap.frames.pop_front();
+        while let Some((_, false)) = tap.frames.front() {
+            if let Some((frame, _)) = tap.frames.pop_front() {
+                f(frame);
+            }
             taken += 1;
         }
         tap.fill = tap.fill.saturating_sub(taken);

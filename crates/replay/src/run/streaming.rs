@@ -119,8 +119,8 @@ pub struct StreamingReplay {
     streams: Vec<Option<Box<Live>>>,
     broken: Option<Unstreamable>,
     needs_kept: usize,
-    /// The stream whose frames are logged (reader's numbering).
-    logged: Option<u32>,
+    /// The stream whose frames are logged (reader's numbering), and whether with values.
+    logged: Option<(u32, bool)>,
 }
 
 impl std::fmt::Debug for StreamingReplay {
@@ -185,21 +185,22 @@ impl StreamingReplay {
         self
     }
 
-    /// Logs the frames of stream `stream` (the reader's number, [`Sample::stream`]) through
-    /// every policy, each once its error is final: [`StreamingReplay::drain_frames`] hands
-    /// them out as the pass goes, [`StreamedStream::logged`] the last ones. Frames wait at
-    /// most as long as their error does, so the log holds a few seconds of frames.
-    pub fn log_frames(mut self, stream: u32) -> Self {
-        self.logged = Some(stream);
+    /// Logs every frame of stream `stream` (the reader's number, [`Sample::stream`]) through
+    /// every policy, startup frames included, each once its error is final (with the values
+    /// it showed when `values`): [`StreamingReplay::drain_frames`] hands them out as the pass
+    /// goes, [`StreamedStream::logged`] the last ones. Frames wait at most as long as their
+    /// error does, so the log holds a few seconds of frames.
+    pub fn log_frames(mut self, stream: u32, values: bool) -> Self {
+        self.logged = Some((stream, values));
         self
     }
 
-    /// Hands `f` the logged frames whose error is final, per policy (its index) in frame
-    /// order, and forgets them.
-    pub fn drain_frames(&mut self, mut f: impl FnMut(usize, &LoggedFrame)) {
+    /// Hands `f` the logged frames that are final, per policy (its index) in frame order,
+    /// and forgets them.
+    pub fn drain_frames(&mut self, mut f: impl FnMut(usize, LoggedFrame)) {
         let Some(live) = self
             .logged
-            .and_then(|id| self.streams.get_mut(id as usize))
+            .and_then(|(id, _)| self.streams.get_mut(id as usize))
             .and_then(Option::as_mut)
         else {
             return;
@@ -256,15 +257,17 @@ impl StreamingReplay {
         if self.streams.len() <= id {
             self.streams.resize_with(id + 1, || None);
         }
-        let logged = self.logged == Some(sample.stream);
+        let logged = self
+            .logged
+            .and_then(|(id, values)| (id == sample.stream).then_some(values));
         let live = self.streams[id].get_or_insert_with(|| {
             let mut live = Box::new(Live::new(
                 sample.stream,
                 channels.map(<[String]>::to_vec).unwrap_or_default(),
                 &self.policies,
             ));
-            if logged {
-                each_lane!(live.lanes, |_, _, lane| lane.log_frames());
+            if let Some(values) = logged {
+                each_lane!(live.lanes, |_, _, lane| lane.log_frames(values));
             }
             live
         });
@@ -814,7 +817,7 @@ impl Live {
         each_lane!(self.lanes, |i, _, lane| {
             if lane.logs() {
                 logged.resize_with(policies.len(), Vec::new);
-                lane.drain_log(|f| logged[*i].push(*f));
+                lane.drain_log(|f| logged[*i].push(f));
             }
         });
         for (i, _, lane) in self.lanes.snapshot {
