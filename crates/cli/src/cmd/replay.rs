@@ -73,7 +73,8 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with_all = ["at", "frames", "hitches"])]
     playout: bool,
     /// Write every frame (with --playout, every slot) to this file: Parquet when it ends in
-    /// .parquet, NDJSON in .ndjson or .jsonl, CSV otherwise.
+    /// .parquet, NDJSON in .ndjson or .jsonl, CSV otherwise. The timeline of one stream is
+    /// written in passes over the trace, in memory that does not grow with it.
     #[arg(long, value_name = "OUT.csv|OUT.parquet", help_heading = "Output")]
     timeline: Option<PathBuf>,
     /// The timeline's format, whatever the file's extension.
