@@ -30,7 +30,7 @@ use crate::figure::{Figure, Panel, Series, Style};
 pub const WINDOW: usize = 1 << 16;
 
 /// At most this many spikes get a panel in the recovery figure (the largest, in time order).
-pub(crate) const MAX_PANELS: usize = 4;
+pub const MAX_PANELS: usize = 4;
 
 /// Bins of the inter-arrival histogram.
 const IAT_BINS: usize = 80;
