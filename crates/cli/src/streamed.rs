@@ -1,15 +1,18 @@
 //! Snapshot replays of a trace file in one streaming pass ([`StreamingReplay`]): memory that
-//! grows with the streams and their windows, not with the trace. When the pass cannot give
-//! the in-memory figures (the hindsight clock mapping, an `exec:` policy, a trace out of
-//! arrival order, send times inferred only once the whole stream is known), [`replay`] says
-//! why and the caller replays the trace in memory, to the same figures.
+//! grows with the streams and their windows, not with the trace. The `hindsight` clock mapping
+//! takes a first pass for each stream's offset ([`HindsightOffsets`]). When the pass cannot
+//! give the in-memory figures (an `exec:` policy, a trace out of arrival order, send times
+//! inferred only once the whole stream is known), [`replay`] says why and the caller replays
+//! the trace in memory, to the same figures.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use jitterlab_capture::decode::Decoded;
 use jitterlab_capture::source::is_stdio;
-use jitterlab_replay::{ClockMapping, FrameClock, Metrics, Policy, StreamingReplay};
+use jitterlab_replay::{
+    ClockMapping, FrameClock, HindsightOffsets, Metrics, Policy, StreamingReplay, Unstreamable,
+};
 
 use crate::input::{DecodeArgs, shown, warn_skipped};
 
@@ -59,7 +62,7 @@ pub(crate) fn sweep(
             return Ok(None);
         }
     }
-    if StreamingReplay::new(&frames, clock, &[]).is_err() {
+    if !streamable(&frames, clock, &[]) {
         return Ok(None);
     }
     let threads = o
@@ -278,9 +281,13 @@ fn pass(
         // Standard input cannot be read again if the pass gives up.
         return Ok(None);
     }
-    // What needs whole streams by its nature (the hindsight mapping, an `exec:` policy) is
-    // replayed in memory without a word: only a trace's surprises are worth a note.
-    let Ok(pass) = StreamingReplay::new(frames, clock, policies) else {
+    // What needs whole streams by its nature (an `exec:` policy) is replayed in memory
+    // without a word: only a trace's surprises are worth a note.
+    if !streamable(frames, clock, policies) {
+        return Ok(None);
+    }
+    let offsets = hindsight_offsets(path, args, clock)?;
+    let Ok(pass) = streaming_replay(frames, clock, offsets.as_ref(), policies) else {
         return Ok(None);
     };
     let pass = pass.needs(needs_cap);
@@ -372,6 +379,49 @@ fn pass(
         packets,
         needs,
     }))
+}
+
+/// Whether `policies` replay in a pass under `clock` at `frames` (`hindsight` does, after a
+/// first pass for its offsets).
+pub(crate) fn streamable(frames: &FrameClock, clock: ClockMapping, policies: &[Policy]) -> bool {
+    let clock = match clock {
+        ClockMapping::Hindsight => ClockMapping::Estimated,
+        other => other,
+    };
+    StreamingReplay::new(frames, clock, policies).is_ok()
+}
+
+/// The first pass over `path` under the `hindsight` mapping: every stream's offset (`None`
+/// under another mapping, which needs no first pass).
+///
+/// # Errors
+/// The trace cannot be read.
+fn hindsight_offsets(
+    path: &Path,
+    args: &DecodeArgs,
+    clock: ClockMapping,
+) -> Result<Option<HindsightOffsets>> {
+    if clock != ClockMapping::Hindsight {
+        return Ok(None);
+    }
+    let read = crate::input::read_collected(path, args, false, HindsightOffsets::new())?;
+    Ok(Some(read.finished.sink))
+}
+
+/// The pass replaying through `policies` under `clock`, with `offsets` from a first pass
+/// under `hindsight`.
+fn streaming_replay(
+    frames: &FrameClock,
+    clock: ClockMapping,
+    offsets: Option<&HindsightOffsets>,
+    policies: &[Policy],
+) -> std::result::Result<StreamingReplay, Unstreamable> {
+    match (clock, offsets) {
+        (ClockMapping::Hindsight, Some(offsets)) => {
+            StreamingReplay::with_hindsight(frames, offsets, policies)
+        }
+        _ => StreamingReplay::new(frames, clock, policies),
+    }
 }
 
 /// The first pass of a streaming report: the trace's streams and the survey of the one the
@@ -528,7 +578,7 @@ pub(crate) fn timeline(
     use jitterlab_capture::output::AtomicFile;
     use jitterlab_report::timeline::TimelineWriter;
     let policies = std::slice::from_ref(policy);
-    if is_stdio(path) || is_stdio(out) || StreamingReplay::new(frames, clock, policies).is_err() {
+    if is_stdio(path) || is_stdio(out) || !streamable(frames, clock, policies) {
         return Ok(None);
     }
     let Some(surveyed) = survey(path, args, "replaying")? else {
@@ -564,6 +614,11 @@ pub(crate) fn timeline(
     let mut file = AtomicFile::create(out, force)?;
     let writer = TimelineWriter::new(&mut file, format, &names)
         .with_context(|| format!("cannot write {shown_out}"))?;
+    // One stream is replayed: under `hindsight`, its offset is the survey's.
+    let clock = match clock {
+        ClockMapping::Hindsight => ClockMapping::Fixed(surveyed.survey.offset),
+        other => other,
+    };
     let pass = StreamingReplay::new(frames, clock, policies)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .log_frames(surveyed.reader, true);

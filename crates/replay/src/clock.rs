@@ -17,7 +17,7 @@
 use std::str::FromStr;
 
 use jitterlab_capture::Nanos;
-use jitterlab_capture::decode::Sample;
+use jitterlab_capture::decode::{Sample, SampleSink, StreamInfo};
 use jitterlab_capture::time::parse_duration;
 
 use crate::Error;
@@ -93,6 +93,61 @@ pub fn estimate_offset(samples: &[Sample]) -> Nanos {
         .map(|s| s.send - s.arrival)
         .max()
         .unwrap_or(Nanos::ZERO)
+}
+
+/// The first pass of a replay in passes under the `hindsight` mapping: per stream (numbered as
+/// the reader numbers them, [`Sample::stream`]), [`estimate_offset`] over its received
+/// samples, found as they are read. [`crate::StreamingReplay::with_hindsight`] replays the
+/// second pass with each stream's offset, as the in-memory replay uses it.
+#[derive(Clone, Debug, Default)]
+pub struct HindsightOffsets {
+    /// By stream: `max(send − arrival)` so far (`None`: no received sample yet).
+    max: Vec<Option<Nanos>>,
+}
+
+impl HindsightOffsets {
+    /// No stream read yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stream `stream`'s offset: [`estimate_offset`] of its received samples (zero for none,
+    /// as there), or `None` for a stream this pass never saw.
+    pub fn offset(&self, stream: u32) -> Option<Nanos> {
+        self.max
+            .get(stream as usize)
+            .map(|m| m.unwrap_or(Nanos::ZERO))
+    }
+
+    /// How many streams (by number) the pass saw, received samples or not.
+    pub fn streams(&self) -> usize {
+        self.max.len()
+    }
+
+    /// Takes in one received sample.
+    pub fn push(&mut self, sample: &Sample) {
+        let id = sample.stream as usize;
+        if self.max.len() <= id {
+            self.max.resize(id + 1, None);
+        }
+        let transit = sample.send - sample.arrival;
+        let slot = &mut self.max[id];
+        *slot = Some(slot.map_or(transit, |m| m.max(transit)));
+    }
+}
+
+impl SampleSink for HindsightOffsets {
+    fn samples(&mut self, samples: &mut Vec<Sample>, truth: bool, streams: &[StreamInfo]) {
+        // Every stream known so far has a slot, so a stream of ground truth only is seen.
+        if self.max.len() < streams.len() {
+            self.max.resize(streams.len(), None);
+        }
+        if !truth {
+            for s in samples.iter() {
+                self.push(s);
+            }
+        }
+    }
 }
 
 /// The online clock estimator behind [`ClockMapping::Estimated`].

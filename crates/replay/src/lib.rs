@@ -63,7 +63,7 @@ pub mod values;
 pub mod video;
 
 pub use buffer::{Factor, HoldReason, Mode, Packet, Pick, Push, SnapshotBuffer};
-pub use clock::ClockMapping;
+pub use clock::{ClockMapping, HindsightOffsets};
 pub use engine::{Applied, Controller, Engine, SnapshotEngine};
 pub use error::Error;
 pub use metrics::{LogHistogram, Metrics, Reference, Summary};

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use jitterlab_capture::decode::{Decoded, Sample, StreamInfo};
+use jitterlab_capture::decode::{Decoded, Sample, StreamIndex, StreamInfo};
 
 use crate::Error;
 use crate::run::{Prepared, Stream};
@@ -34,12 +34,25 @@ impl<'a> StreamView<'a> {
     /// # Errors
     /// An RTP stream whose clock rate is unknown (it has no send times).
     pub fn of(decoded: &'a Decoded, info: &'a StreamInfo) -> Result<Self, Error> {
+        Self::indexed(decoded, &decoded.stream_index(), info)
+    }
+
+    /// Stream `info` of `decoded`, found through `index` (`decoded`'s own): how the views
+    /// of many streams are made in one pass over the trace, not one per stream.
+    ///
+    /// # Errors
+    /// As [`Self::of`].
+    pub fn indexed(
+        decoded: &'a Decoded,
+        index: &StreamIndex,
+        info: &'a StreamInfo,
+    ) -> Result<Self, Error> {
         check(info)?;
         Ok(Self {
             id: info.id,
             // Borrowed, not copied, when the trace holds this stream only.
-            samples: decoded.samples_of(info.id),
-            truth: decoded.truth_of(info.id),
+            samples: index.samples_of(decoded, info.id),
+            truth: index.truth_of(decoded, info.id),
             channels: Cow::Borrowed(&info.channels),
         })
     }
@@ -97,7 +110,8 @@ pub fn unreplayable(decoded: &Decoded) -> Vec<String> {
 }
 
 /// The views of every stream of `decoded` that can be replayed (see [`unreplayable`] for the
-/// others), or of stream `only`.
+/// others), or of stream `only`. The trace is read once to find every stream's samples; each
+/// view is made (copied, when the trace holds several streams) as the iterator reaches it.
 ///
 /// # Errors
 /// `only` names a stream that cannot be replayed.
@@ -105,6 +119,7 @@ pub fn views<'a>(
     decoded: &'a Decoded,
     only: Option<u32>,
 ) -> impl Iterator<Item = Result<StreamView<'a>, Error>> + 'a {
+    let index = decoded.stream_index();
     decoded
         .streams
         .iter()
@@ -112,7 +127,7 @@ pub fn views<'a>(
             Some(id) => id == info.id,
             None => check(info).is_ok(),
         })
-        .map(move |info| StreamView::of(decoded, info))
+        .map(move |info| StreamView::indexed(decoded, &index, info))
 }
 
 /// Checks that `decoded` (named `trace`) has stream `id`.
@@ -149,6 +164,8 @@ pub struct TraceStreams {
 #[derive(Debug)]
 struct Split {
     id: u32,
+    /// Its place in the decoded trace's `streams`.
+    at: usize,
     channels: Vec<String>,
     /// A copy of its samples and truth when the trace holds other streams too (`None`: the
     /// decoded trace's own are lent).
@@ -177,8 +194,9 @@ impl TraceStreams {
         }
         let mut split = Vec::new();
         let mut first_reason = None;
-        for info in &decoded.streams {
-            let view = match StreamView::of(&decoded, info) {
+        let index = decoded.stream_index();
+        for (at, info) in decoded.streams.iter().enumerate() {
+            let view = match StreamView::indexed(&decoded, &index, info) {
                 Ok(view) => view,
                 Err(e) => {
                     first_reason.get_or_insert(e);
@@ -191,6 +209,7 @@ impl TraceStreams {
             };
             split.push(Split {
                 id: info.id,
+                at,
                 channels: info.channels.clone(),
                 copy,
             });
@@ -236,13 +255,7 @@ impl TraceStreams {
                 .iter()
                 .map(|s| {
                     let (samples, _) = s.slices(&self.decoded);
-                    let media = self
-                        .decoded
-                        .streams
-                        .iter()
-                        .find(|i| i.id == s.id)
-                        .map(crate::playout::Media::of)
-                        .unwrap_or_default();
+                    let media = crate::playout::Media::of(&self.decoded.streams[s.at]);
                     crate::playout::PlayoutStream::with_clock(s.id, samples, media, clock)
                 })
                 .collect(),
@@ -253,14 +266,7 @@ impl TraceStreams {
     pub fn media(&self) -> Vec<crate::playout::Media> {
         self.split
             .iter()
-            .map(|s| {
-                self.decoded
-                    .streams
-                    .iter()
-                    .find(|i| i.id == s.id)
-                    .map(crate::playout::Media::of)
-                    .unwrap_or_default()
-            })
+            .map(|s| crate::playout::Media::of(&self.decoded.streams[s.at]))
             .collect()
     }
 

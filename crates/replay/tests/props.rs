@@ -339,7 +339,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// One streaming pass over a trace's records in file order (several streams, ground
-    /// truth or not, any horizon, the window trimmed and what waits measured at every sample,
+    /// truth or not, any clock mapping (`hindsight` after a first pass), any horizon, the window trimmed and what waits measured at every sample,
     /// every 7 or every 1,024) gives every stream's metrics exactly as the in-memory replay
     /// of that stream does, bit for bit; or, when the horizon is too short for the trace, says
     /// so instead of giving other figures.
@@ -350,6 +350,7 @@ proptest! {
         frames in arb_frames(),
         clock in prop_oneof![
             Just(ClockMapping::Estimated),
+            Just(ClockMapping::Hindsight),
             (-100i64..100).prop_map(|ms| ClockMapping::Fixed(Nanos::from_millis(ms))),
         ],
         two in any::<bool>(),
@@ -360,7 +361,19 @@ proptest! {
     ) {
         let policies: Vec<Policy> = policies.into_iter().map(|(p, _)| p).collect();
         let records = file_order(&trace, two, lag_ms, truth);
-        let pass = jitterlab_replay::StreamingReplay::new(&frames, clock, &policies)
+        // The hindsight mapping in two passes: each stream's offset first.
+        let pass = if clock == ClockMapping::Hindsight {
+            let mut offsets = jitterlab_replay::HindsightOffsets::new();
+            for (sample, truth) in &records {
+                if !truth {
+                    offsets.push(sample);
+                }
+            }
+            jitterlab_replay::StreamingReplay::with_hindsight(&frames, &offsets, &policies)
+        } else {
+            jitterlab_replay::StreamingReplay::new(&frames, clock, &policies)
+        };
+        let pass = pass
             .unwrap()
             .horizon(Nanos::from_millis(horizon_ms))
             .trim_every(trim_every)

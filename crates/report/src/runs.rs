@@ -371,7 +371,8 @@ impl RunsPass {
     /// recovery figure's windows, as [`crate::trace::TraceFigures::panel_windows`]).
     ///
     /// # Errors
-    /// What needs the whole stream ([`StreamingReplay::new`]).
+    /// What needs the whole stream ([`StreamingReplay::new`]; the `hindsight` mapping does
+    /// not: the survey gives the stream's offset).
     pub fn new(
         stream: u32,
         policies: &[(String, Policy)],
@@ -380,6 +381,12 @@ impl RunsPass {
         survey: &crate::trace::Surveyed,
     ) -> Result<Self, Unstreamable> {
         let only: Vec<Policy> = policies.iter().map(|(_, p)| p.clone()).collect();
+        // One stream is replayed: under `hindsight` its offset is the survey's (the most
+        // `send − arrival` over its received samples, as in memory), a constant.
+        let clock = match clock {
+            ClockMapping::Hindsight => ClockMapping::Fixed(survey.offset),
+            other => other,
+        };
         let pass = StreamingReplay::new(frames, clock, &only)?.log_frames(stream, false);
         let windows = SpikeWindows::around(&crate::recovery::windows_of(&survey.spikes.1));
         Ok(Self {

@@ -2,6 +2,7 @@
 
 use super::{FlowSummary, Sample, StreamInfo};
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A trace decoded into samples, per stream.
 #[derive(Clone, Debug, Default)]
@@ -70,6 +71,74 @@ impl Decoded {
     /// The ground-truth samples of one stream as a slice, borrowed as [`Self::samples_of`].
     pub fn truth_of(&self, stream: u32) -> Cow<'_, [Sample]> {
         only_stream(&self.truth, stream)
+    }
+
+    /// Where every stream's samples and ground truth lie, found in one pass over each: what
+    /// takes the streams of a trace of many apart ([`Self::samples_of`] per stream reads the
+    /// whole trace each time, quadratic in the number of streams).
+    pub fn stream_index(&self) -> StreamIndex {
+        StreamIndex {
+            samples: Positions::of(&self.samples),
+            truth: Positions::of(&self.truth),
+        }
+    }
+}
+
+/// Where each stream's samples lie in a [`Decoded`] ([`Decoded::stream_index`]): 8 bytes a
+/// sample when the trace holds several streams, nothing when it holds one.
+#[derive(Clone, Debug)]
+pub struct StreamIndex {
+    samples: Positions,
+    truth: Positions,
+}
+
+impl StreamIndex {
+    /// The received samples of `stream` in arrival order, as [`Decoded::samples_of`] gives
+    /// them (borrowed when the trace holds that stream only), without reading the others.
+    pub fn samples_of<'a>(&self, decoded: &'a Decoded, stream: u32) -> Cow<'a, [Sample]> {
+        self.samples.of_stream(&decoded.samples, stream)
+    }
+
+    /// The ground-truth samples of `stream`, as [`Decoded::truth_of`] gives them.
+    pub fn truth_of<'a>(&self, decoded: &'a Decoded, stream: u32) -> Cow<'a, [Sample]> {
+        self.truth.of_stream(&decoded.truth, stream)
+    }
+}
+
+/// The positions of each stream's samples in one list of samples.
+#[derive(Clone, Debug)]
+enum Positions {
+    /// Every sample belongs to this stream (or there are none: `None`).
+    One(Option<u32>),
+    /// Per stream, its samples' positions in order.
+    Many(HashMap<u32, Vec<usize>>),
+}
+
+impl Positions {
+    fn of(samples: &[Sample]) -> Self {
+        let Some(first) = samples.first().map(|s| s.stream) else {
+            return Self::One(None);
+        };
+        if samples.iter().all(|s| s.stream == first) {
+            return Self::One(Some(first));
+        }
+        let mut at: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (i, s) in samples.iter().enumerate() {
+            at.entry(s.stream).or_default().push(i);
+        }
+        Self::Many(at)
+    }
+
+    fn of_stream<'a>(&self, samples: &'a [Sample], stream: u32) -> Cow<'a, [Sample]> {
+        match self {
+            Self::One(Some(only)) if *only == stream => Cow::Borrowed(samples),
+            Self::One(_) => Cow::Borrowed(&[]),
+            Self::Many(at) => Cow::Owned(
+                at.get(&stream)
+                    .map(|at| at.iter().map(|&i| samples[i].clone()).collect())
+                    .unwrap_or_default(),
+            ),
+        }
     }
 }
 

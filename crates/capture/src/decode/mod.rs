@@ -21,7 +21,7 @@ pub mod transport;
 
 pub use collect::{Collector, Finished, KeepAll, SampleSink, decode_trace};
 pub use config::{DECODER_NAMES, DecoderConfig, DecoderKind};
-pub use decoded::Decoded;
+pub use decoded::{Decoded, StreamIndex};
 pub use flow::FlowSummary;
 pub(crate) use sample::in_range;
 pub use sample::{
@@ -57,6 +57,36 @@ mod tests {
         assert_eq!(mine.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
         assert_eq!(decoded.samples_of(9).len(), 1);
         assert!(decoded.samples_of(3).is_empty());
+    }
+
+    /// The one-pass index takes the streams apart as `samples_of` does, lending a stream
+    /// alone and copying one of several in arrival order.
+    #[test]
+    fn the_stream_index_gives_what_samples_of_gives() {
+        let at = |ms| Nanos::from_millis(ms);
+        let mut decoded = Decoded {
+            samples: (0..6)
+                .map(|i| Sample::new(7, i, at(i), at(i + 1)))
+                .collect(),
+            truth: (0..6).map(|i| Sample::new(7, i, at(i), at(i))).collect(),
+            ..Decoded::default()
+        };
+        let index = decoded.stream_index();
+        assert!(matches!(index.samples_of(&decoded, 7), Cow::Borrowed(s) if s.len() == 6));
+        assert!(matches!(index.truth_of(&decoded, 7), Cow::Borrowed(s) if s.len() == 6));
+        assert!(index.samples_of(&decoded, 3).is_empty());
+        decoded.samples.insert(1, Sample::new(9, 0, at(0), at(1)));
+        decoded.samples.insert(4, Sample::new(9, 1, at(2), at(3)));
+        decoded.truth.push(Sample::new(9, 0, at(0), at(0)));
+        let index = decoded.stream_index();
+        for stream in [7, 9, 3] {
+            assert_eq!(
+                index.samples_of(&decoded, stream),
+                decoded.samples_of(stream)
+            );
+            assert_eq!(index.truth_of(&decoded, stream), decoded.truth_of(stream));
+        }
+        assert_eq!(index.samples_of(&decoded, 9).len(), 2);
     }
 
     /// A custom protocol's u16 sequence number and u16 tick send time wrap past 65,535 on a

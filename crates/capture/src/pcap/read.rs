@@ -137,7 +137,7 @@ pub fn read_capture_ref<R: Read + Send>(
         error: Arc::clone(&kept),
         first: true,
     };
-    let mut reader = create_reader(1 << 20, input).map_err(|e| match e {
+    let mut reader = create_reader(128 << 10, input).map_err(|e| match e {
         PcapError::Eof => capture_error(0, "the file is empty"),
         PcapError::HeaderNotRecognized => {
             capture_error(0, "not a pcap or pcapng file (unknown magic number)")

@@ -111,7 +111,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if !playout_results
         && crate::streamed::should_stream(std::slice::from_ref(&args.trace), &options)
         && explicit.iter().all(|p| StreamingReplay::check(p).is_ok())
-        && StreamingReplay::new(&frames, clock, &[]).is_ok()
+        && crate::streamed::streamable(&frames, clock, &[])
         && let Some(surveyed) = crate::streamed::survey(&args.trace, &options.decode, "reporting")?
     {
         let table = match &sweep_file {

@@ -256,8 +256,8 @@ fn replay_out(trace: &Path, args: &[&str]) -> (String, String) {
 
 /// `replay` in one streaming pass prints the in-memory replay's JSON byte for byte, over the
 /// demo trace, synthetic traces of several networks, 300 interleaved tiny streams, a trace cut
-/// mid-record and every shared capture, for snapshot-buffer and engine presets, both clock
-/// mappings a pass follows and a frame rate with hitches; the jitterlab traces really stream
+/// mid-record and every shared capture, for snapshot-buffer and engine presets, every clock
+/// mapping (`hindsight` after a first pass for the offsets) and a frame rate with hitches; the jitterlab traces really stream
 /// (no note that they were replayed in memory).
 #[test]
 fn streamed_replay_prints_the_in_memory_json() {
@@ -285,9 +285,10 @@ fn streamed_replay_prints_the_in_memory_json() {
         others.sort();
         assert!(others.len() >= 10, "{others:?}");
     }
-    let runs: [&[&str]; 5] = [
+    let runs: [&[&str]; 6] = [
         &["--policy", "fixed:delay=100ms,max_gap=120ms"],
         &["--policy", "jitter:a=2,k=3", "--clock", "offset=-20"],
+        &["--policy", "fixed:delay=60ms", "--clock", "hindsight"],
         &["--policy", "mirror", "--hitches", "5%:40ms"],
         &["--policy", "n4e", "--fps", "144"],
         &["--policy", "quantile:q=0.95,apply=stretch:max_rate=10%"],
@@ -311,7 +312,7 @@ fn streamed_replay_prints_the_in_memory_json() {
 }
 
 /// `sweep` in streaming passes writes the in-memory sweep's rows byte for byte (bounds and
-/// provenance included), over several traces, a shard, one thread or two; `tune` with a grid
+/// provenance included), over several traces, a shard, one thread or two, every clock mapping; `tune` with a grid
 /// gives the same recommendation JSON.
 #[test]
 fn streamed_sweep_and_tune_write_the_in_memory_rows() {
@@ -348,6 +349,7 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
         &["-j", "1"],
         &["--shard", "2/3", "-j", "2"],
         &["--clock", "offset=-15"],
+        &["--clock", "hindsight"],
     ] {
         let (streamed, stderr) = sweep("s.json", extra);
         assert!(
@@ -410,8 +412,8 @@ fn streamed_sweep_and_tune_write_the_in_memory_rows() {
 }
 
 /// `replay` of 100,000 two-packet streams, in one pass: every stream replayed, the summary
-/// over them all (`streamed_replay_prints_the_in_memory_json` compares 300 such streams with
-/// the in-memory path, which takes minutes over 100,000: it looks each stream up anew).
+/// over them all, the in-memory replay's JSON byte for byte (in memory, the streams are taken
+/// apart in one pass over the trace, not one per stream).
 #[test]
 fn a_hundred_thousand_tiny_streams_replay_in_one_pass() {
     let dir = tempfile::tempdir().unwrap();
@@ -419,6 +421,8 @@ fn a_hundred_thousand_tiny_streams_replay_in_one_pass() {
     tiny_streams(&path, 100_000, 2);
     let (streamed, stderr) = replay_out(&path, &["--policy", "fixed:delay=50ms"]);
     assert!(!stderr.contains("in memory"), "{stderr}");
+    let (memory, _) = replay_out(&path, &["--policy", "fixed:delay=50ms", "--in-memory"]);
+    assert!(streamed == memory, "the in-memory JSON differs");
     let v: Value = serde_json::from_str(&streamed).unwrap();
     assert_eq!(v["streams"].as_array().unwrap().len(), 100_000);
     assert_eq!(v["metrics"]["packets"], 200_000, "{}", v["metrics"]);
@@ -523,6 +527,17 @@ fn streamed_report_writes_the_in_memory_report() {
             ],
         ),
         (1, vec!["--results", &results, "--stream", "0"]),
+        (
+            2,
+            vec![
+                "--results",
+                &results,
+                "--policy",
+                "fixed:delay=50ms",
+                "--clock",
+                "hindsight",
+            ],
+        ),
         (4, vec!["--results", &results, "--stream", "7"]),
         (
             4,
@@ -602,7 +617,8 @@ fn streamed_report_writes_the_in_memory_report() {
 /// `replay --timeline` of one stream is written in passes over the file, frame by frame as
 /// each is final, and is the in-memory timeline byte for byte (CSV and Parquet), with the same
 /// JSON, over the demo trace, synthetic traces of two networks, a trace cut mid-record and one
-/// stream of 30 (`--stream`), for several policies, frame rates and clocks. A trace of several
+/// stream of 30 (`--stream`), for several policies, frame rates and clocks (`hindsight`
+/// too). A trace of several
 /// streams without `--stream` writes its timeline in memory, and says so.
 #[test]
 fn streamed_timeline_is_the_in_memory_timeline() {
@@ -631,6 +647,11 @@ fn streamed_timeline_is_the_in_memory_timeline() {
             "csv",
         ),
         (&traces[3], vec!["--policy", "quantile:q=0.95"], "csv"),
+        (
+            &traces[1],
+            vec!["--policy", "fixed:delay=70ms", "--clock", "hindsight"],
+            "csv",
+        ),
         (
             &tiny,
             vec!["--policy", "fixed:delay=80ms", "--stream", "7"],

@@ -18,6 +18,10 @@
 //! - at the end of the trace every stream renders its remaining frames, per policy as far as
 //!   that policy's delay reaches.
 //!
+//! The `hindsight` clock mapping needs each stream's largest `send − arrival` before its first
+//! frame: a first pass finds it ([`crate::HindsightOffsets`], a [`SampleSink`]) and
+//! [`StreamingReplay::with_hindsight`] replays the second with it.
+//!
 //! The figures are the in-memory path's, bit for bit. Where a trace breaks an assumption the
 //! pass relies on (records of a stream out of arrival order, a point read later than the
 //! horizon allows, ground truth that starts after errors were measured without it), the
@@ -35,7 +39,7 @@ use super::lane::{Lane, LoggedFrame, Source};
 use super::reference::{Growing, Placed, ReferenceTrack};
 use super::{FrameClock, Stream};
 use crate::buffer::{Packet, SeqWindow};
-use crate::clock::{ClockMapping, OnlineClock};
+use crate::clock::{ClockMapping, HindsightOffsets, OnlineClock};
 use crate::engine::{Engine, SnapshotEngine};
 use crate::metrics::{Metrics, Reference};
 use crate::policy::{Built, Policy};
@@ -68,7 +72,10 @@ const SETTLE_EVERY: u64 = 32;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unstreamable {
     /// The frame clock or clock mapping needs the whole stream.
-    #[error("the clock mapping `hindsight` needs every stream whole")]
+    #[error(
+        "the clock mapping `hindsight` needs every stream whole (a first pass gives it: \
+         StreamingReplay::with_hindsight)"
+    )]
     Hindsight,
     /// A policy cannot run in a streaming pass.
     #[error("policy {policy} {why}")]
@@ -165,6 +172,7 @@ impl StreamingReplay {
                 frames: frames.clone(),
                 list,
                 constant_offset,
+                offsets: None,
                 horizon: HORIZON,
                 trim_every: TRIM_EVERY,
                 needs_cap: 0,
@@ -175,6 +183,27 @@ impl StreamingReplay {
             needs_kept: 0,
             logged: None,
         })
+    }
+
+    /// As [`Self::new`] under the `hindsight` clock mapping, with every stream's offset known
+    /// from a first pass over the same trace (`offsets`): each stream's frames are mapped by
+    /// its own constant offset, as the in-memory replay maps them. A stream the first pass did
+    /// not see stops the pass ([`Self::broken`]).
+    ///
+    /// # Errors
+    /// As [`Self::new`], for the policies and the frame clock.
+    pub fn with_hindsight(
+        frames: &FrameClock,
+        offsets: &HindsightOffsets,
+        policies: &[Policy],
+    ) -> Result<Self, Unstreamable> {
+        let mut pass = Self::new(frames, ClockMapping::Estimated, policies)?;
+        pass.ctx.offsets = Some(
+            (0..offsets.streams() as u32)
+                .map(|id| offsets.offset(id).unwrap_or(Nanos::ZERO))
+                .collect(),
+        );
+        Ok(pass)
     }
 
     /// Also keeps, per stream, every frame's need from the first arrival to the last (what
@@ -260,6 +289,19 @@ impl StreamingReplay {
         let logged = self
             .logged
             .and_then(|(id, values)| (id == sample.stream).then_some(values));
+        let offset = match &self.ctx.offsets {
+            None => self.ctx.constant_offset,
+            Some(offsets) => match offsets.get(id) {
+                Some(&o) => Some(o),
+                None => {
+                    self.broken = Some(Unstreamable::Trace {
+                        stream: sample.stream,
+                        why: "the first pass over the trace did not see this stream".into(),
+                    });
+                    return;
+                }
+            },
+        };
         let live = self.streams[id].get_or_insert_with(|| {
             let mut live = Box::new(Live::new(
                 sample.stream,
@@ -269,6 +311,7 @@ impl StreamingReplay {
             if let Some(values) = logged {
                 each_lane!(live.lanes, |_, _, lane| lane.log_frames(values));
             }
+            live.offset = offset;
             live
         });
         let ctx = &self.ctx;
@@ -349,6 +392,8 @@ struct Ctx {
     frames: FrameClock,
     list: Arc<[Nanos]>,
     constant_offset: Option<Nanos>,
+    /// Under the `hindsight` mapping, each stream's offset (by the reader's number).
+    offsets: Option<Arc<[Nanos]>>,
     horizon: Nanos,
     trim_every: u64,
     /// Keep every frame's need for the bounds, up to this many frames over all streams (0:
@@ -443,6 +488,9 @@ struct Live {
     /// Samples (by index) that arrived after the last frame rendered: the next frame offers
     /// them to the lanes that render it, as the in-memory loop does.
     queued: Vec<u32>,
+    /// The stream's constant clock offset (a fixed mapping, or its hindsight offset), else
+    /// the online estimate is used.
+    offset: Option<Nanos>,
     online: OnlineClock,
     /// The newest send time among the reference's points read, and the most a point was
     /// overtaken by one sent after it.
@@ -503,6 +551,7 @@ impl Live {
             frames: None,
             rendered: None,
             queued: Vec::new(),
+            offset: None,
             online: OnlineClock::new(),
             newest_point: Nanos::MIN,
             overtaken: Nanos::ZERO,
@@ -670,7 +719,7 @@ impl Live {
             let sample = window.sample(idx);
             let mut packet = Packet::from_sample(sample, idx);
             packet.repeat = Some(!self.seen.insert(packet.seq));
-            if ctx.constant_offset.is_none() {
+            if self.offset.is_none() {
                 self.online.observe(packet.send, sample.arrival);
             }
             each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
@@ -679,7 +728,7 @@ impl Live {
             let newest = self.newest_offered.get_or_insert(packet.send);
             *newest = (*newest).max(packet.send);
         }
-        let offset = match ctx.constant_offset {
+        let offset = match self.offset {
             Some(o) => o,
             None => self.online.offset_at(at),
         };

@@ -98,14 +98,11 @@ pub(crate) fn playout_trace(
         });
     }
     let mut out = TracePlayout::default();
+    let info: std::collections::HashMap<u32, &jitterlab_capture::decode::StreamInfo> =
+        decoded.streams.iter().map(|s| (s.id, s)).collect();
     for view in views(decoded, only) {
         let view = view?;
-        let media = decoded
-            .streams
-            .iter()
-            .find(|s| s.id == view.id)
-            .map(Media::of)
-            .unwrap_or_default();
+        let media = info.get(&view.id).map(|s| Media::of(s)).unwrap_or_default();
         let mut stream = PlayoutStream::with_clock(view.id, &view.samples, media, clock);
         let run = policy.playout(&stream).ok_or(Error::NotPlayout {
             policy: policy.name(),
@@ -130,7 +127,6 @@ pub(crate) fn playout_trace(
             }),
         });
     }
-    out.video = out.metrics.video;
     out.video = out.metrics.video;
     Ok(out)
 }
