@@ -82,6 +82,9 @@ struct Pending {
     alpha: f64,
     /// Not a startup frame: its error counts.
     counted: bool,
+    /// Interpolated strictly between `from` and `to` at a factor computed as the reference's
+    /// is: when the two are consecutive points of the reference, its error is exactly 0.
+    inside: bool,
 }
 
 /// A frame as a streaming pass logs it ([`super::StreamingReplay::log_frames`]): what
@@ -401,6 +404,7 @@ impl<E: Engine, R: Ring> Lane<E, R> {
                 to: pick.to.unwrap_or(u32::MAX),
                 alpha: pick.alpha(),
                 counted: !startup,
+                inside: self.exact_alpha && pick.to.is_some() && pick.factor.below_one(),
             });
         }
         let shown_delay = pick.shown.map(|s| at + offset - s);
@@ -493,27 +497,45 @@ impl<E: Engine, R: Ring> Lane<E, R> {
     /// Streaming: measures the deferred errors of frames whose target is before `errors_before`
     /// against `source`'s reference (final that far), and the deferred recovery of frames
     /// rendered before `recovery_before` against `spikes` (every spike that starts by then,
-    /// closed), in frame order.
+    /// closed), in frame order. `false` when a frame's target lies before the points the
+    /// reference still holds (it forgot one the frame needs): its error cannot be measured.
     pub(super) fn settle<S: Source>(
         &mut self,
         source: &S,
         errors_before: Nanos,
         spikes: &[Spike],
         recovery_before: Nanos,
-    ) {
+    ) -> bool {
         let reference = source.reference();
         while let Some(&p) = self.deferred.errors.front()
             && p.target < errors_before
         {
-            self.deferred.errors.pop_front();
-            let a = &source.sample(p.from).values;
-            let b = (p.to != u32::MAX).then(|| (&source.sample(p.to).values[..], p.alpha));
-            let error = reference.error_at(&mut self.cursor, p.target, a, b);
-            if p.counted
-                && let Some(e) = error
-            {
-                self.metrics.error.add(e);
+            let a = source.sample(p.from);
+            // Between two consecutive points of the reference, both final: exactly 0, as the
+            // in-memory replay counts it (without measuring).
+            let zero = p.inside && {
+                let b = source.sample(p.to);
+                b.send < errors_before && reference.consecutive(&mut self.cursor, a, b)
+            };
+            if !zero && !reference.holds_floor(p.target) {
+                return false;
             }
+            self.deferred.errors.pop_front();
+            let error = if zero {
+                if p.counted {
+                    self.zero_errors += 1;
+                }
+                Some(0.0)
+            } else {
+                let b = (p.to != u32::MAX).then(|| (&source.sample(p.to).values[..], p.alpha));
+                let error = reference.error_at(&mut self.cursor, p.target, &a.values, b);
+                if p.counted
+                    && let Some(e) = error
+                {
+                    self.metrics.error.add(e);
+                }
+                error
+            };
             if let Some(tap) = &mut self.tap {
                 // The next frame that showed something: this one.
                 while let Some((_, false)) = tap.frames.get(tap.fill) {
@@ -541,6 +563,7 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             self.deferred.recovery.pop_front();
             self.metrics.recovery.frame(spikes, at, delay, held);
         }
+        true
     }
 
     /// Streaming: logs this lane's frames ([`Lane::drain_log`]), with their shown values
@@ -574,14 +597,24 @@ impl<E: Engine, R: Ring> Lane<E, R> {
         self.deferred.errors.iter().map(|p| p.from.min(p.to)).min()
     }
 
-    /// Where this lane last read the reference (entries before it are never read again).
-    pub(super) fn reference_cursor(&self) -> usize {
-        self.cursor
+    /// The earliest target whose error this lane may still measure, for a policy whose delay
+    /// is at most `max_delay`: its frames waiting for their error, and the frames to come,
+    /// whose targets follow the mapped local time less at most `max_delay` (`margin` more, to
+    /// spare). `None`: no frame yet.
+    pub(super) fn lowest_target(&self, max_delay: Nanos, margin: Nanos) -> Option<Nanos> {
+        let ahead = self.prev_target? - max_delay.max(Nanos::ZERO) - margin;
+        Some(
+            self.deferred
+                .errors
+                .iter()
+                .map(|p| p.target)
+                .fold(ahead, Nanos::min),
+        )
     }
 
     /// The first `count` reference entries were dropped.
     pub(super) fn forget_reference(&mut self, count: usize) {
-        self.cursor -= count;
+        self.cursor = self.cursor.saturating_sub(count);
     }
 
     /// How many spikes this lane's recovery has reached.

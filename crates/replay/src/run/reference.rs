@@ -18,6 +18,8 @@ pub(super) struct ReferenceTrack {
     pub(super) channels: Vec<usize>,
     /// `channels` is `0..width`.
     pub(super) contiguous: bool,
+    /// Points were dropped from the front ([`Self::forget`]).
+    pub(super) forgotten: bool,
 }
 
 impl ReferenceTrack {
@@ -41,6 +43,7 @@ impl ReferenceTrack {
             width,
             contiguous: channels.iter().enumerate().all(|(k, &c)| k == c),
             channels,
+            forgotten: false,
         }
     }
 
@@ -58,6 +61,7 @@ impl ReferenceTrack {
             width: channels.len(),
             contiguous: channels.iter().enumerate().all(|(k, &c)| k == c),
             channels,
+            forgotten: false,
         }
     }
 
@@ -120,6 +124,63 @@ impl ReferenceTrack {
         self.sends.drain(..count);
         self.seqs.drain(..count);
         self.values.drain(..count * self.width);
+        self.forgotten |= count > 0;
+    }
+
+    /// Whether the point at or before `target` is still held (a reference that forgot its
+    /// first points cannot tell what came before its first point).
+    pub(super) fn holds_floor(&self, target: Nanos) -> bool {
+        !self.forgotten || self.sends.first().is_some_and(|&s| s <= target)
+    }
+
+    /// Whether samples `a` and `b` are two consecutive points of the reference, exactly (send
+    /// time, sequence number and error-channel values): a frame interpolating strictly between
+    /// them at their own factor shows the reference itself, an error of exactly 0.
+    /// `cursor` is where the search starts (as [`Self::error_at`]'s), left at `a` when they
+    /// are.
+    pub(super) fn consecutive(&self, cursor: &mut usize, a: &Sample, b: &Sample) -> bool {
+        // The first point at or after `a`, by send time then sequence number: a step or two
+        // from the cursor, as frames go.
+        let n = self.sends.len();
+        let key = |i: usize| (self.sends[i], self.seqs[i]);
+        let want = (a.send, a.seq);
+        let mut i = (*cursor).min(n);
+        let mut steps = 0;
+        while i > 0 && key(i - 1) >= want && steps < 4 {
+            i -= 1;
+            steps += 1;
+        }
+        while i < n && key(i) < want && steps < 4 {
+            i += 1;
+            steps += 1;
+        }
+        if steps == 4 {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if key(mid) < want {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            i = lo;
+        }
+        let w = self.width;
+        let holds = |at: usize, s: &Sample| {
+            self.sends.get(at) == Some(&s.send)
+                && self.seqs[at] == s.seq
+                && self.channels.iter().enumerate().all(|(k, &c)| {
+                    s.values
+                        .get(c)
+                        .is_some_and(|v| v.to_bits() == self.values[at * w + k].to_bits())
+                })
+        };
+        let found = holds(i, a) && holds(i + 1, b);
+        if found {
+            *cursor = i;
+        }
+        found
     }
 
     /// How many points.
@@ -170,8 +231,9 @@ impl ReferenceTrack {
     }
 
     /// Distance between what is shown (`a`, or `a + (b − a)·alpha` when `b` is given) and the
-    /// reference at `target`, over the error channels. `cursor` remembers where the previous
-    /// (not later) target was found.
+    /// reference at `target` (interpolated between the last point at or before it and the
+    /// next; the first point before them all), over the error channels: a function of the
+    /// target alone. `cursor` is where the search starts, and is left where it ended.
     pub(super) fn error_at(
         &self,
         cursor: &mut usize,
@@ -183,6 +245,19 @@ impl ReferenceTrack {
             return None;
         }
         let n = self.sends.len();
+        // The last point at or before the target (the first point when none is), whatever
+        // targets came before: `cursor` only says where to start looking. Targets mostly
+        // rise by less than a point: a step or two forward.
+        *cursor = (*cursor).min(n - 1);
+        if self.sends[*cursor] > target {
+            // A target behind an earlier one (a step backwards).
+            *cursor = self.sends[..*cursor]
+                .partition_point(|&s| s <= target)
+                .saturating_sub(1);
+        } else if *cursor + 8 < n && self.sends[*cursor + 8] <= target {
+            // Far ahead (a cursor left behind by frames measured without it).
+            *cursor += self.sends[*cursor..].partition_point(|&s| s <= target) - 1;
+        }
         while *cursor + 1 < n && self.sends[*cursor + 1] <= target {
             *cursor += 1;
         }
@@ -460,4 +535,70 @@ pub(super) fn correction<'s, R: Ring>(
         any = true;
     }
     any.then(|| sq.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn track() -> ReferenceTrack {
+        let ms = Nanos::from_millis;
+        let samples: Vec<Sample> = (0..40)
+            .map(|i| Sample::new(0, i, ms(i * 10), ms(i * 10 + 5)).with_values(vec![i as f64]))
+            .collect();
+        ReferenceTrack::new(&samples, vec![0])
+    }
+
+    /// The error at a target is the same whatever targets were measured before: a target
+    /// behind the last one (a step backwards) is measured against the reference at its own
+    /// time, not at the point the search last reached.
+    #[test]
+    fn the_error_is_a_function_of_the_target_alone() {
+        let r = track();
+        let ms = Nanos::from_millis;
+        for target in [
+            ms(-5),
+            ms(0),
+            ms(33),
+            ms(150),
+            ms(151),
+            ms(389),
+            ms(390),
+            ms(500),
+        ] {
+            let mut fresh = 0;
+            let want = r.error_at(&mut fresh, target, &[1.5], None);
+            for start in [0, 3, 15, 39, 60] {
+                let mut cursor = start;
+                assert_eq!(
+                    r.error_at(&mut cursor, target, &[1.5], None),
+                    want,
+                    "{target:?} from {start}"
+                );
+                assert_eq!(cursor, fresh, "{target:?} from {start}");
+            }
+        }
+        // Between points 15 and 16 (150 and 160 ms) the reference is 15.3 at 153 ms.
+        let mut cursor = 30;
+        let e = r.error_at(&mut cursor, ms(153), &[15.0], None).unwrap();
+        assert!((e - 0.3).abs() < 1e-9, "{e}");
+    }
+
+    /// Two samples are consecutive points only when the reference holds both exactly, one
+    /// right after the other; the search starts anywhere.
+    #[test]
+    fn consecutive_points_are_found_from_any_cursor() {
+        let r = track();
+        let ms = Nanos::from_millis;
+        let point = |i: i64, v: f64| Sample::new(0, i, ms(i * 10), ms(0)).with_values(vec![v]);
+        for start in [0, 7, 8, 9, 20, 39, 100] {
+            let mut cursor = start;
+            assert!(r.consecutive(&mut cursor, &point(8, 8.0), &point(9, 9.0)));
+            assert_eq!(cursor, 8);
+            let mut cursor = start;
+            assert!(!r.consecutive(&mut cursor, &point(8, 8.0), &point(10, 10.0)));
+            assert!(!r.consecutive(&mut cursor, &point(8, 8.5), &point(9, 9.0)));
+            assert!(!r.consecutive(&mut cursor, &point(39, 39.0), &point(40, 40.0)));
+        }
+    }
 }

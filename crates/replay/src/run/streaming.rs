@@ -468,6 +468,22 @@ struct Lanes {
 /// few frames needs).
 type Slot<E> = (usize, Nanos, Lane<E, Growing>);
 
+/// Frames rendered but not yet run through the lanes ([`Live::flush`]), with the packets
+/// each offers first.
+#[derive(Default)]
+struct Batch {
+    frames: Vec<BatchFrame>,
+    packets: Vec<Packet>,
+}
+
+/// One batched frame: its local time, clock offset and packets (a range of
+/// [`Batch::packets`]).
+struct BatchFrame {
+    at: Nanos,
+    offset: Nanos,
+    packets: std::ops::Range<usize>,
+}
+
 /// One stream being read.
 struct Live {
     stream: u32,
@@ -488,6 +504,8 @@ struct Live {
     /// Samples (by index) that arrived after the last frame rendered: the next frame offers
     /// them to the lanes that render it, as the in-memory loop does.
     queued: Vec<u32>,
+    /// Frames rendered while the stream is read, not yet run through the lanes.
+    batch: Batch,
     /// The stream's constant clock offset (a fixed mapping, or its hindsight offset), else
     /// the online estimate is used.
     offset: Option<Nanos>,
@@ -551,6 +569,7 @@ impl Live {
             frames: None,
             rendered: None,
             queued: Vec::new(),
+            batch: Batch::default(),
             offset: None,
             online: OnlineClock::new(),
             newest_point: Nanos::MIN,
@@ -703,7 +722,7 @@ impl Live {
         // Measured in bursts: what waits is measured in order whenever it is, so later is the
         // same, only held a little longer.
         if self.count.is_multiple_of(SETTLE_EVERY.min(ctx.trim_every)) {
-            self.settle(false, ctx);
+            self.settle(false, ctx)?;
         }
         if self.count.is_multiple_of(ctx.trim_every) {
             self.trim(ctx.trim_every);
@@ -712,9 +731,14 @@ impl Live {
     }
 
     /// Renders frame `k` at `at` in the lanes whose delay `wanted` picks.
-    /// `end`: after the stream's last arrival.
+    /// `end`: after the stream's last arrival. Frames before it are batched ([`Batch`]):
+    /// they reach the lanes at the next [`Self::flush`].
     fn render(&mut self, at: Nanos, k: u64, ctx: &Ctx, end: bool, wanted: impl Fn(Nanos) -> bool) {
+        if end {
+            self.flush();
+        }
         let window = &self.window;
+        let first_packet = self.batch.packets.len();
         for idx in self.queued.drain(..) {
             let sample = window.sample(idx);
             let mut packet = Packet::from_sample(sample, idx);
@@ -722,9 +746,13 @@ impl Live {
             if self.offset.is_none() {
                 self.online.observe(packet.send, sample.arrival);
             }
-            each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
-                lane.packet(window, packet, at);
-            });
+            if end {
+                each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
+                    lane.packet(window, packet, at);
+                });
+            } else {
+                self.batch.packets.push(packet);
+            }
             let newest = self.newest_offered.get_or_insert(packet.send);
             *newest = (*newest).max(packet.send);
         }
@@ -742,16 +770,49 @@ impl Live {
             self.needs
                 .push((at, (at + offset - newest).as_nanos() as f64 * 1e-6));
         }
-        let mut value = Vec::new();
-        each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
-            lane.frame::<false, _>(window, at, offset, &mut value, &mut |_| {});
-        });
+        if end {
+            let mut value = Vec::new();
+            each_lane!(self.lanes, |_, delay, lane| if wanted(*delay) {
+                lane.frame::<false, _>(window, at, offset, &mut value, &mut |_| {});
+            });
+        } else {
+            self.batch.frames.push(BatchFrame {
+                at,
+                offset,
+                packets: first_packet..self.batch.packets.len(),
+            });
+        }
         self.rendered = Some((k, at));
+    }
+
+    /// Runs the frames batched since the last flush through every lane, lane by lane: one
+    /// lane's buffer, recent frames and metrics stay in the cache over the whole batch, where
+    /// frame by frame every lane's would be read again at each frame (a pass of 100 lanes
+    /// holds megabytes of them). Each lane sees the same packets and frames in the same order
+    /// as frame by frame: lanes share nothing but the window, which holds every sample a
+    /// batched frame names until the flush (nothing trims it in between).
+    fn flush(&mut self) {
+        if self.batch.frames.is_empty() {
+            return;
+        }
+        let (window, batch) = (&self.window, &self.batch);
+        let mut value = Vec::new();
+        each_lane!(self.lanes, |_, _, lane| {
+            for frame in &batch.frames {
+                for &packet in &batch.packets[frame.packets.clone()] {
+                    lane.packet(window, packet, frame.at);
+                }
+                lane.frame::<false, _>(window, frame.at, frame.offset, &mut value, &mut |_| {});
+            }
+        });
+        self.batch.frames.clear();
+        self.batch.packets.clear();
     }
 
     /// Measures what is final: errors of targets before a reference point inside the
     /// horizon, recovery of frames the spike detector has passed (all of it at the end).
-    fn settle(&mut self, end: bool, ctx: &Ctx) {
+    fn settle(&mut self, end: bool, ctx: &Ctx) -> Result<(), String> {
+        self.flush();
         let (errors_before, recovery_before) = if end {
             (Nanos::MAX, Nanos::MAX)
         } else {
@@ -769,19 +830,22 @@ impl Live {
             self.measured_to = errors_before;
         }
         let (window, spikes) = (&self.window, &self.spikes);
-        each_lane!(self.lanes, |_, _, lane| lane.settle(
-            window,
-            errors_before,
-            spikes,
-            recovery_before
-        ));
+        let mut held = true;
+        each_lane!(self.lanes, |_, _, lane| held &=
+            lane.settle(window, errors_before, spikes, recovery_before));
+        if held {
+            Ok(())
+        } else {
+            Err("a frame's target stepped back behind the reference points the pass keeps".into())
+        }
     }
 
     /// Drops the samples, reference points and spikes no lane will read again.
     fn trim(&mut self, every: u64) {
+        self.flush();
         let mut oldest = self.queued.first().copied().unwrap_or(self.count as u32);
-        let (mut cursor, mut spikes) = (usize::MAX, usize::MAX);
-        each_lane!(self.lanes, |_, _, lane| {
+        let (mut lowest, mut spikes) = (Some(Nanos::MAX), usize::MAX);
+        each_lane!(self.lanes, |_, delay, lane| {
             if let Some(i) = lane.oldest_idx() {
                 oldest = oldest.min(i);
             }
@@ -789,18 +853,27 @@ impl Live {
             if let Some(i) = lane.oldest_pending() {
                 oldest = oldest.min(i);
             }
-            cursor = cursor.min(lane.reference_cursor());
+            // And the reference points from the last at or before any target still to be
+            // measured (a frame before any has none to keep).
+            lowest = lowest
+                .zip(lane.lowest_target(*delay, HORIZON))
+                .map(|(a, b)| a.min(b));
             spikes = spikes.min(lane.spikes_reached());
         });
         let window = &mut self.window;
         let drop = (oldest - window.base) as usize;
         window.samples.drain(..drop.min(window.samples.len()));
         window.base += drop as u32;
-        // A cursor names the point it last read: it stays.
-        let cursor = cursor.min(window.reference.len().saturating_sub(1));
-        if cursor as u64 >= every {
-            window.reference.forget(cursor);
-            each_lane!(self.lanes, |_, _, lane| lane.forget_reference(cursor));
+        let keep = lowest.map_or(0, |t| {
+            window
+                .reference
+                .sends
+                .partition_point(|&s| s <= t)
+                .saturating_sub(1)
+        });
+        if keep as u64 >= every {
+            window.reference.forget(keep);
+            each_lane!(self.lanes, |_, _, lane| lane.forget_reference(keep));
         }
         if spikes as u64 >= every.div_ceil(16) && spikes != usize::MAX {
             self.spikes.drain(..spikes);
@@ -822,6 +895,7 @@ impl Live {
                 logged: Vec::new(),
             });
         };
+        self.flush();
         let span = (first, self.last);
         let frames = &ctx.frames;
         // Every frame rendered while the stream was read must be one each policy renders
@@ -856,7 +930,7 @@ impl Live {
         if let Some(open) = self.detector.open() {
             self.spikes.push(open);
         }
-        self.settle(true, ctx);
+        self.settle(true, ctx)?;
         let kind = self.ever_referenced.then_some(match self.mode {
             Mode::Truth => Reference::Truth,
             _ => Reference::Hindsight,
