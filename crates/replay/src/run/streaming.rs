@@ -476,6 +476,19 @@ struct Batch {
     packets: Vec<Packet>,
 }
 
+impl Batch {
+    /// Runs the batched frames through `lane`, each after the packets it offers.
+    #[inline(always)]
+    fn run<E: Engine>(&self, lane: &mut Lane<E, Growing>, window: &Window, value: &mut Vec<f64>) {
+        for frame in &self.frames {
+            for &packet in &self.packets[frame.packets.clone()] {
+                lane.packet(window, packet, frame.at);
+            }
+            lane.frame::<false, _>(window, frame.at, frame.offset, value, &mut |_| {});
+        }
+    }
+}
+
 /// One batched frame: its local time, clock offset and packets (a range of
 /// [`Batch::packets`]).
 struct BatchFrame {
@@ -797,22 +810,16 @@ impl Live {
         }
         let (window, batch) = (&self.window, &self.batch);
         let mut value = Vec::new();
-        each_lane!(self.lanes, |_, _, lane| {
-            for frame in &batch.frames {
-                for &packet in &batch.packets[frame.packets.clone()] {
-                    lane.packet(window, packet, frame.at);
-                }
-                lane.frame::<false, _>(window, frame.at, frame.offset, &mut value, &mut |_| {});
-            }
-        });
+        each_lane!(self.lanes, |_, _, lane| batch.run(lane, window, &mut value));
         self.batch.frames.clear();
         self.batch.packets.clear();
     }
 
     /// Measures what is final: errors of targets before a reference point inside the
     /// horizon, recovery of frames the spike detector has passed (all of it at the end).
+    /// The frames batched run first, lane by lane, each lane measured right after its own (its
+    /// state read once for both).
     fn settle(&mut self, end: bool, ctx: &Ctx) -> Result<(), String> {
-        self.flush();
         let (errors_before, recovery_before) = if end {
             (Nanos::MAX, Nanos::MAX)
         } else {
@@ -829,10 +836,15 @@ impl Live {
         if errors_before > self.measured_to {
             self.measured_to = errors_before;
         }
-        let (window, spikes) = (&self.window, &self.spikes);
+        let (window, spikes, batch) = (&self.window, &self.spikes, &self.batch);
         let mut held = true;
-        each_lane!(self.lanes, |_, _, lane| held &=
-            lane.settle(window, errors_before, spikes, recovery_before));
+        let mut value = Vec::new();
+        each_lane!(self.lanes, |_, _, lane| {
+            batch.run(lane, window, &mut value);
+            held &= lane.settle(window, errors_before, spikes, recovery_before);
+        });
+        self.batch.frames.clear();
+        self.batch.packets.clear();
         if held {
             Ok(())
         } else {
