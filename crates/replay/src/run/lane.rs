@@ -602,7 +602,12 @@ impl<E: Engine, R: Ring> Lane<E, R> {
     /// whose targets follow the mapped local time less at most `max_delay` (`margin` more, to
     /// spare). `None`: no frame yet.
     pub(super) fn lowest_target(&self, max_delay: Nanos, margin: Nanos) -> Option<Nanos> {
-        let ahead = self.prev_target? - max_delay.max(Nanos::ZERO) - margin;
+        let ahead = Nanos(
+            self.prev_target?
+                .0
+                .saturating_sub(max_delay.0.max(0))
+                .saturating_sub(margin.0),
+        );
         Some(
             self.deferred
                 .errors
