@@ -36,7 +36,7 @@ pub(crate) const NEEDS_CAP: usize = 16 << 20;
 
 /// Trace bytes, over all traces, from which a sweep streams unless told (`--in-memory`,
 /// `--streaming`): below, the whole traces fit in memory comfortably (~2 bytes of memory a
-/// byte of probe trace) and the in-memory sweep is about 1.5× as fast per configuration.
+/// byte of probe trace) and the in-memory sweep is about 1.5–2× as fast per configuration.
 pub(crate) const STREAM_FROM_BYTES: u64 = 512 << 20;
 
 /// A snapshot sweep over trace files in streaming passes: the configurations of each trace
