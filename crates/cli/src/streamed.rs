@@ -28,10 +28,11 @@ pub(crate) struct Streamed {
     pub(crate) needs: Option<Vec<Needs>>,
 }
 
-/// One stream's `(local time, need ms)` per frame.
-type Needs = Vec<(jitterlab_capture::Nanos, f64)>;
+/// One stream's frames' needs, listed or sketched.
+type Needs = jitterlab_replay::sweep::StreamNeeds;
 
-/// Frames whose needs a sweep keeps for its bounds, over one trace: 16 bytes each, 256 MB.
+/// Frames whose needs a sweep lists for its bounds, over one trace: 16 bytes each, 256 MB.
+/// Beyond, the needs are sketched ([`jitterlab_replay::bound::NeedsSketch`]).
 pub(crate) const NEEDS_CAP: usize = 16 << 20;
 
 /// Trace bytes, over all traces, from which a sweep streams unless told (`--in-memory`,
@@ -124,19 +125,25 @@ pub(crate) fn sweep(
                 "cannot sweep {display} (pass --keep-going to skip unreadable traces)"
             )));
         }
+        let needs = streamed[0].needs.take();
         let first = &streamed[0];
         for note in jitterlab_replay::streams::unreplayable(&first.decoded) {
             eprintln!("warning: {}: {note}", shown(path));
         }
-        let bounds = match &first.needs {
-            Some(needs) => Bounds::of(needs),
-            None => {
-                crate::say::note!(
-                    "note: {display}: more than {NEEDS_CAP} frames: the rows' bounds are left \
-                     out (sweep --in-memory computes them)"
-                );
-                Bounds::default()
+        let bounds = match needs {
+            Some(needs) => {
+                let bounds = Bounds::of_streams(needs);
+                if bounds.any.sketched() {
+                    crate::say::note!(
+                        "note: {display}: more than {NEEDS_CAP} frames: the rows' bounds come \
+                         from a sketch of the frames' needs, a floor at most share × the \
+                         largest need / 2048 below the exact one (sweep --in-memory computes \
+                         them exactly)"
+                    );
+                }
+                bounds
             }
+            None => Bounds::default(),
         };
         // Per configuration of this trace, its metrics merged over the streams in order.
         for (chunk, pass) in chunks.iter().zip(&streamed) {
@@ -364,7 +371,7 @@ fn pass(
             .get_mut(info.id as usize)
             .and_then(Option::take)
             .unwrap_or_else(|| {
-                let none = (needs_cap > 0).then(Vec::new);
+                let none = (needs_cap > 0).then(|| Needs::Listed(Vec::new()));
                 (vec![Metrics::default(); policies.len()], none)
             });
         needs = needs.zip(stream_needs).map(|(mut all, n)| {

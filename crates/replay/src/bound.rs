@@ -171,27 +171,12 @@ impl Segments {
         // (k, cost), its pieces taken by decreasing saving per starved frame.
         let mut pieces: Vec<(f64, usize)> = Vec::new();
         let mut start = 0.0;
+        let mut hull: Vec<(usize, f64)> = Vec::new();
         for s in &sorted {
-            let points: Vec<(usize, f64)> = (0..=s.len()).map(|k| (k, cost(s, k))).collect();
-            start += points[0].1;
-            let mut hull: Vec<(usize, f64)> = Vec::new();
-            for p in points {
-                while hull.len() >= 2 {
-                    let (a, b) = (hull[hull.len() - 2], hull[hull.len() - 1]);
-                    // Drop b when it lies on or above the segment a–p.
-                    let cross = (b.0 - a.0) as f64 * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0) as f64;
-                    if cross <= 0.0 {
-                        hull.pop();
-                    } else {
-                        break;
-                    }
-                }
-                hull.push(p);
-            }
-            for w in hull.windows(2) {
-                let len = w[1].0 - w[0].0;
-                pieces.push(((w[0].1 - w[1].1) / len as f64, len));
-            }
+            start += cost(s, 0);
+            hull_pieces((0..=s.len()).map(|k| (k, cost(s, k))), &mut hull, |saving, len| {
+                pieces.push((saving, len));
+            });
         }
         pieces.sort_by(|a, b| b.0.total_cmp(&a.0));
         Curve {
@@ -201,7 +186,36 @@ impl Segments {
             floor,
             pieces,
             hull_exact: singles,
+            sketched: None,
         }
+    }
+}
+
+/// The pieces of the lower convex hull of `points` (`(k, cost)` by increasing `k`), each
+/// handed to `piece` as (saving per starved frame, frames), from the first; `hull` is
+/// scratch space.
+fn hull_pieces(
+    points: impl IntoIterator<Item = (usize, f64)>,
+    hull: &mut Vec<(usize, f64)>,
+    mut piece: impl FnMut(f64, usize),
+) {
+    hull.clear();
+    for p in points {
+        while hull.len() >= 2 {
+            let (a, b) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+            // Drop b when it lies on or above the segment a–p.
+            let cross = (b.0 - a.0) as f64 * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0) as f64;
+            if cross <= 0.0 {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(p);
+    }
+    for w in hull.windows(2) {
+        let len = w[1].0 - w[0].0;
+        piece((w[0].1 - w[1].1) / len as f64, len);
     }
 }
 
@@ -231,7 +245,31 @@ impl Curve {
             floor,
             pieces,
             hull_exact: true,
+            sketched: None,
         }
+    }
+
+    /// The curve of a [`Sketch`]: the relaxation with the savings of each bucket taken
+    /// together (see [`Sketch`] for how far it may be below the exact curve).
+    pub fn of_sketch(mut sketch: Sketch) -> Self {
+        sketch.settle();
+        let mut buckets: Vec<(u64, Bucket)> = sketch.buckets.into_iter().collect();
+        buckets.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        Self {
+            frames: sketch.frames,
+            exact: vec![sketch.start],
+            start: sketch.start,
+            floor: sketch.floor,
+            pieces: Vec::new(),
+            hull_exact: false,
+            sketched: Some(buckets.into_iter().map(|(_, b)| b).collect()),
+        }
+    }
+
+    /// Whether the curve comes from a [`Sketch`] (every budget but 0 within its stated
+    /// error, not exact).
+    pub fn sketched(&self) -> bool {
+        self.sketched.is_some()
     }
 }
 
@@ -250,6 +288,8 @@ pub struct Curve {
     pieces: Vec<(f64, usize)>,
     /// The relaxation is exact at every budget (one frame per segment).
     hull_exact: bool,
+    /// From a [`Sketch`]: its buckets by decreasing saving (and no `pieces`).
+    sketched: Option<Vec<Bucket>>,
 }
 
 impl Curve {
@@ -260,7 +300,9 @@ impl Curve {
 
     /// The largest budget whose value is exact (beyond: the relaxation).
     pub fn exact_up_to(&self) -> usize {
-        if self.hull_exact {
+        if self.sketched.is_some() {
+            0
+        } else if self.hull_exact {
             self.frames
         } else {
             self.exact.len().saturating_sub(1)
@@ -275,6 +317,24 @@ impl Curve {
         if budget >= self.frames {
             // Everything starved (exactly, not up to the sum's rounding).
             return self.floor;
+        }
+        if let Some(buckets) = &self.sketched {
+            // Whole buckets by their sums; of the last one taken in part, its largest saving
+            // for each frame (never less than the exact saving: the total stays a floor).
+            let (mut total, mut left) = (self.start, budget as u64);
+            for b in buckets {
+                if left == 0 {
+                    break;
+                }
+                if b.frames <= left {
+                    total -= b.sum;
+                    left -= b.frames;
+                } else {
+                    total -= (left as f64 * b.max).min(b.sum);
+                    left = 0;
+                }
+            }
+            return total.max(self.floor);
         }
         let (mut total, mut left) = (self.start, budget as f64);
         for &(saving, len) in &self.pieces {
@@ -296,6 +356,212 @@ impl Curve {
     /// The least mean delay (ms) when at most `share` (0..1) of the frames may be starved.
     pub fn at_share(&self, share: f64) -> Option<f64> {
         self.mean(budget_for(share, self.frames))
+    }
+}
+
+/// How a [`Sketch`] buckets savings: a positive saving's bits shifted right by this much keep
+/// its exponent and the top 11 bits of its mantissa, so the savings of one bucket are within
+/// 2⁻¹¹ of each other, relatively.
+const SKETCH_SHIFT: u32 = 52 - 11;
+
+/// One bucket of a [`Sketch`]: how many starved frames its savings stand for, their sum
+/// (saving × frames) and the largest saving.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Bucket {
+    frames: u64,
+    sum: f64,
+    max: f64,
+}
+
+impl Bucket {
+    fn add(&mut self, other: Bucket) {
+        self.frames += other.frames;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+    }
+}
+
+/// A curve's relaxation in bounded memory, for traces of more frames than their needs can be
+/// kept: every hull piece (saving per starved frame, frames) counted into a bucket of
+/// savings within 2⁻¹¹ of each other ([`Curve::of_sketch`] turns it into a curve).
+///
+/// The curve takes a budget's largest savings bucket by bucket, and of the last bucket, taken
+/// in part, counts each starved frame at the bucket's largest saving. So its total is never
+/// above the exact relaxation's (the bound stays a floor), and below it by at most the frames
+/// taken from that one bucket times the spread of its savings: a mean bound low by at most
+/// `share × (largest saving) / 2048` ms, and exact when that bucket's savings are equal. The
+/// sums are also added in another order than the exact curve's (a difference in the last bits).
+/// Memory: one bucket per distinct 2⁻¹¹ step of the savings seen, about 2,048 per power of two.
+#[derive(Clone, Debug, Default)]
+pub struct Sketch {
+    frames: usize,
+    start: f64,
+    floor: f64,
+    buckets: std::collections::HashMap<u64, Bucket>,
+    /// The bucket being added to (consecutive savings tend to share one), not yet in `buckets`.
+    run: Option<(u64, Bucket)>,
+}
+
+impl Sketch {
+    /// Adds a frame of its own segment (the any-policy bound): its need, negative or not.
+    pub fn single(&mut self, need: f64) {
+        let (kept, starved) = (need * 1.0, need.min(0.0));
+        self.frames += 1;
+        self.start += kept;
+        self.floor += starved;
+        self.piece(kept - starved, 1);
+    }
+
+    /// Adds a segment of several frames (one delay, never negative): its needs, in any order
+    /// (left sorted, largest first, with negative needs as zero); `hull` is scratch space.
+    pub fn segment(&mut self, needs: &mut [f64], hull: &mut Vec<(usize, f64)>) {
+        if needs.is_empty() {
+            return;
+        }
+        for n in needs.iter_mut() {
+            *n = n.max(0.0);
+        }
+        needs.sort_by(|a, b| b.total_cmp(a));
+        let n = needs.len();
+        let cost = |k: usize| needs.get(k).map_or(0.0, |&need| need * n as f64);
+        self.frames += n;
+        self.start += cost(0);
+        hull_pieces((0..=n).map(|k| (k, cost(k))), hull, |saving, len| {
+            self.piece(saving, len);
+        });
+    }
+
+    /// Adds `frames` starved frames that save `saving` each.
+    fn piece(&mut self, saving: f64, frames: usize) {
+        let key = if saving > 0.0 {
+            saving.to_bits() >> SKETCH_SHIFT
+        } else {
+            0
+        };
+        let add = Bucket {
+            frames: frames as u64,
+            sum: saving * frames as f64,
+            max: saving.max(0.0),
+        };
+        match &mut self.run {
+            Some((k, run)) if *k == key => run.add(add),
+            run => {
+                if let Some((k, b)) = run.replace((key, add)) {
+                    self.buckets.entry(k).or_default().add(b);
+                }
+            }
+        }
+    }
+
+    /// Moves the current run into the buckets.
+    fn settle(&mut self) {
+        if let Some((k, b)) = self.run.take() {
+            self.buckets.entry(k).or_default().add(b);
+        }
+    }
+
+    /// Adds every frame of `other`.
+    pub fn merge(&mut self, mut other: Sketch) {
+        other.settle();
+        self.settle();
+        self.frames += other.frames;
+        self.start += other.start;
+        self.floor += other.floor;
+        for (k, b) in other.buckets {
+            self.buckets.entry(k).or_default().add(b);
+        }
+    }
+
+    /// Frames added.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+}
+
+/// One stream's frames, `(local time, need ms)` in time order, kept as the sketches of the
+/// any-policy bound and of the per-window bound ([`DEFAULT_WINDOW`] windows from the first
+/// frame, as [`Segments::windows`] cuts them): what a sweep of more frames than it keeps
+/// bounds with.
+#[derive(Clone, Debug)]
+pub struct NeedsSketch {
+    any: Sketch,
+    window: Sketch,
+    first: Option<Nanos>,
+    /// The current window's number and needs.
+    index: i64,
+    current: Vec<f64>,
+    /// Every window so far held at most one frame.
+    singles: bool,
+    hull: Vec<(usize, f64)>,
+}
+
+impl Default for NeedsSketch {
+    fn default() -> Self {
+        Self {
+            any: Sketch::default(),
+            window: Sketch::default(),
+            first: None,
+            index: 0,
+            current: Vec::new(),
+            singles: true,
+            hull: Vec::new(),
+        }
+    }
+}
+
+impl NeedsSketch {
+    /// The sketch of frames already listed.
+    pub fn of(frames: &[(Nanos, f64)]) -> Self {
+        let mut sketch = Self::default();
+        for &(at, need) in frames {
+            sketch.push(at, need);
+        }
+        sketch
+    }
+
+    /// Adds the next frame.
+    pub fn push(&mut self, at: Nanos, need: f64) {
+        self.any.single(need);
+        let first = *self.first.get_or_insert(at);
+        let index = (at - first).as_nanos().div_euclid(DEFAULT_WINDOW.as_nanos());
+        if index != self.index {
+            self.close();
+            self.index = index;
+        }
+        self.current.push(need);
+    }
+
+    /// Frames added.
+    pub fn frames(&self) -> usize {
+        self.any.frames
+    }
+
+    fn close(&mut self) {
+        self.singles &= self.current.len() <= 1;
+        self.window.segment(&mut self.current, &mut self.hull);
+        self.current.clear();
+    }
+
+    /// The any-policy and per-window curves of every stream's sketch, as [`Bounds::of`]
+    /// gives them from the listed frames (within [`Sketch`]'s error).
+    ///
+    /// [`Bounds::of`]: crate::sweep::Bounds::of
+    pub fn curves(streams: impl IntoIterator<Item = NeedsSketch>) -> (Curve, Curve) {
+        let (mut any, mut window, mut singles) = (Sketch::default(), Sketch::default(), true);
+        for mut s in streams {
+            s.close();
+            singles &= s.singles;
+            any.merge(s.any);
+            window.merge(s.window);
+        }
+        let any = Curve::of_sketch(any);
+        // Windows of one frame each keep negative needs, as in memory: the any-policy curve.
+        let window = if singles {
+            any.clone()
+        } else {
+            Curve::of_sketch(window)
+        };
+        (any, window)
     }
 }
 
@@ -674,6 +940,98 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Frames of three streams at 60 fps, their needs mixing repeated values (a 20 Hz sender
+    /// seen at 60 fps), a continuum and spikes, a few negative.
+    fn mixed_streams() -> Vec<Vec<(Nanos, f64)>> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..3)
+            .map(|s| {
+                (0..20_000 + 3_000 * s)
+                    .map(|i| {
+                        let at = Nanos(i as i64 * 16_666_667 + s as i64 * 5_000_000);
+                        let r = next();
+                        let need = if r < 0.4 {
+                            [16.7, 33.3, 50.0][i % 3]
+                        } else if r < 0.95 {
+                            next() * 120.0 - 10.0
+                        } else {
+                            200.0 + next() * 800.0
+                        };
+                        (at, need)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The sketched curves never go above the exact ones (they stay floors), and below the
+    /// Lagrangian relaxation by at most 1/2047 of what the starved frames save.
+    #[test]
+    fn the_sketch_is_a_floor_within_its_stated_error() {
+        let streams = mixed_streams();
+        let exact = crate::sweep::Bounds::of(&streams);
+        let (any, window) = NeedsSketch::curves(streams.iter().map(|f| NeedsSketch::of(f)));
+        assert!(any.sketched() && window.sketched());
+        let frames: usize = streams.iter().map(Vec::len).sum();
+        assert_eq!((any.frames(), window.frames()), (frames, frames));
+        for (name, sketch, exact) in [("any", &any, &exact.any), ("window", &window, &exact.window)] {
+            let start = exact.total(0);
+            let tol = 1e-9 * (start.abs() + 1.0);
+            assert!((sketch.total(0) - start).abs() <= tol, "{name}: nothing starved");
+            let mut budgets: Vec<usize> = (0..=frames).step_by(frames / 97).collect();
+            budgets.extend([1, 2, 3, frames - 1, frames, frames + 5]);
+            for b in budgets {
+                let (s, e) = (sketch.total(b), exact.total(b));
+                assert!(s <= e + tol, "{name} budget {b}: sketch {s} above exact {e}");
+                if b > exact.exact_up_to() || name == "any" {
+                    assert!(
+                        e - s <= (start - e) / 2047.0 + tol,
+                        "{name} budget {b}: sketch {s}, exact {e}, nothing starved {start}"
+                    );
+                }
+            }
+        }
+        // The any-policy sketch is exact where the last bucket's savings are all equal (the
+        // repeated needs), and far tighter than the stated error elsewhere on this data.
+        let b = streams.iter().flatten().filter(|f| f.1 >= 200.0).count();
+        assert!((any.total(b) - exact.any.total(b)).abs() <= 1e-6 * exact.any.total(0));
+    }
+
+    /// Windows of one frame keep negative needs, as in memory: the window curve is then the
+    /// any-policy curve; and sketches merge as one sketch of every frame.
+    #[test]
+    fn sketches_of_single_frame_windows_and_of_parts() {
+        let frames: Vec<(Nanos, f64)> = (0..500)
+            .map(|i| (Nanos::from_millis(i * 1500), (i % 17) as f64 * 3.0 - 12.0))
+            .collect();
+        let exact = crate::sweep::Bounds::of(std::slice::from_ref(&frames));
+        let (any, window) = NeedsSketch::curves([NeedsSketch::of(&frames)]);
+        assert_eq!(any, window);
+        for b in [0, 1, 40, 250, 499, 500] {
+            let (s, e) = (window.total(b), exact.window.total(b));
+            assert!((s - e).abs() <= 1e-9, "budget {b}: {s} against {e}");
+        }
+        let mut whole = Sketch::default();
+        let mut parts = [Sketch::default(), Sketch::default()];
+        for (i, f) in frames.iter().enumerate() {
+            whole.single(f.1);
+            parts[i % 2].single(f.1);
+        }
+        let [a, b] = parts;
+        let mut merged = a;
+        merged.merge(b);
+        let (whole, merged) = (Curve::of_sketch(whole), Curve::of_sketch(merged));
+        for b in [0, 3, 77, 300, 500] {
+            assert!((whole.total(b) - merged.total(b)).abs() <= 1e-9, "budget {b}");
         }
     }
 }

@@ -18,7 +18,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 
 use crate::Error;
-use crate::bound::{Curve, DEFAULT_WINDOW, Segments, starved_share};
+use crate::bound::{Curve, DEFAULT_WINDOW, NeedsSketch, Segments, starved_share};
 use crate::clock::ClockMapping;
 use crate::metrics::{Metrics, Summary};
 use crate::playout::{PlayoutMetrics, PlayoutReport, PlayoutStream, QualityOptions};
@@ -198,6 +198,43 @@ impl Bounds {
         Self {
             any,
             window: window.curve(),
+            talkspurt: Curve::default(),
+        }
+    }
+}
+
+/// One stream's frames' needs for [`Bounds::of_streams`]: listed, or (a trace of more frames
+/// than a pass keeps) sketched.
+#[derive(Clone, Debug)]
+pub enum StreamNeeds {
+    /// Every frame's `(local time, need ms)`, in time order.
+    Listed(Vec<(jitterlab_capture::Nanos, f64)>),
+    /// The frames reduced to their bounds' sketches.
+    Sketched(Box<NeedsSketch>),
+}
+
+impl Bounds {
+    /// The bounds of every stream's needs: [`Bounds::of`] when every stream's are listed
+    /// (bit for bit), from their [`Sketch`](crate::bound::Sketch)es when some are sketched
+    /// (a floor within the sketch's stated error).
+    pub fn of_streams(streams: Vec<StreamNeeds>) -> Self {
+        if streams.iter().all(|s| matches!(s, StreamNeeds::Listed(_))) {
+            let listed: Vec<Vec<(jitterlab_capture::Nanos, f64)>> = streams
+                .into_iter()
+                .filter_map(|s| match s {
+                    StreamNeeds::Listed(l) => Some(l),
+                    StreamNeeds::Sketched(_) => None,
+                })
+                .collect();
+            return Self::of(&listed);
+        }
+        let (any, window) = NeedsSketch::curves(streams.into_iter().map(|s| match s {
+            StreamNeeds::Listed(l) => NeedsSketch::of(&l),
+            StreamNeeds::Sketched(s) => *s,
+        }));
+        Self {
+            any,
+            window,
             talkspurt: Curve::default(),
         }
     }

@@ -416,7 +416,9 @@ proptest! {
             prop_assert_eq!(s.packets, samples.len() as u64);
             let prepared = Prepared::new(&Stream::new(&samples).with_truth(&sent));
             // The needs the bounds are computed from, frame for frame.
-            let needs = s.needs.clone().unwrap();
+            let Some(jitterlab_replay::sweep::StreamNeeds::Listed(needs)) = s.needs.clone() else {
+                panic!("the needs of stream {} are not listed", s.stream);
+            };
             let trace = jitterlab_replay::sweep::SweepTrace {
                 name: String::new(),
                 streams: vec![prepared.clone()],

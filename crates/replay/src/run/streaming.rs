@@ -38,6 +38,8 @@ use super::frames::{OpenFrames, renders};
 use super::lane::{Lane, LoggedFrame, Source};
 use super::reference::{Growing, Placed, ReferenceTrack};
 use super::{FrameClock, Stream};
+use crate::bound::NeedsSketch;
+use crate::sweep::StreamNeeds;
 use crate::buffer::{Packet, SeqWindow};
 use crate::clock::{ClockMapping, HindsightOffsets, OnlineClock};
 use crate::engine::{Engine, SnapshotEngine};
@@ -108,9 +110,9 @@ pub struct StreamedStream {
     /// Per policy, the metrics.
     pub metrics: Vec<Metrics>,
     /// With [`StreamingReplay::needs`]: each frame's `(local time, need ms)` from the first
-    /// arrival to the last, as [`crate::FramePlan`] computes them for the bounds; `None`
-    /// without, or when the trace had more frames than the cap.
-    pub needs: Option<Vec<(Nanos, f64)>>,
+    /// arrival to the last, as [`crate::FramePlan`] computes them for the bounds, listed, or
+    /// sketched when the trace had more frames than the cap; `None` without.
+    pub needs: Option<StreamNeeds>,
     /// With [`StreamingReplay::log_frames`], for the stream logged: per policy, the frames
     /// not yet handed out by [`StreamingReplay::drain_frames`] (the last ones); empty
     /// otherwise.
@@ -176,6 +178,7 @@ impl StreamingReplay {
                 horizon: HORIZON,
                 trim_every: TRIM_EVERY,
                 needs_cap: 0,
+                sketch_needs: false,
             },
             policies: policies.to_vec(),
             streams: Vec::new(),
@@ -207,8 +210,9 @@ impl StreamingReplay {
     }
 
     /// Also keeps, per stream, every frame's need from the first arrival to the last (what
-    /// [`crate::FramePlan`] gives [`crate::bound`]), up to `cap` frames over all streams:
-    /// [`StreamedStream::needs`] is `None` for every stream once a trace has more.
+    /// [`crate::FramePlan`] gives [`crate::bound`]), listed up to `cap` frames over all
+    /// streams; once a trace has more, every stream's needs are sketched instead
+    /// ([`crate::bound::NeedsSketch`]: bounded memory, bounds within its stated error).
     pub fn needs(mut self, cap: usize) -> Self {
         self.ctx.needs_cap = cap;
         self
@@ -312,24 +316,27 @@ impl StreamingReplay {
                 each_lane!(live.lanes, |_, _, lane| lane.log_frames(values));
             }
             live.offset = offset;
+            if self.ctx.sketch_needs {
+                live.needs.sketch();
+            }
             live
         });
         let ctx = &self.ctx;
-        let before = live.needs.len();
+        let before = live.needs.listed();
         let result = if truth {
             live.truth(sample, ctx)
         } else {
             live.receive(sample, ctx)
         };
         if self.ctx.needs_cap > 0 {
-            let after = live.needs.len();
+            let after = live.needs.listed();
             self.needs_kept += after - before;
             if self.needs_kept > self.ctx.needs_cap {
-                // Too many frames to keep: no stream gets its needs.
+                // Too many frames to list: every stream's are sketched from now on.
                 self.ctx.needs_cap = 0;
+                self.ctx.sketch_needs = true;
                 for live in self.streams.iter_mut().flatten() {
-                    live.needs = Vec::new();
-                    live.needs_dropped = true;
+                    live.needs.sketch();
                 }
             }
         }
@@ -399,12 +406,14 @@ struct Ctx {
     /// Keep every frame's need for the bounds, up to this many frames over all streams (0:
     /// none).
     needs_cap: usize,
+    /// More frames than `needs_cap` came: their needs are sketched.
+    sketch_needs: bool,
 }
 
 impl Ctx {
     /// Whether frames' needs are kept.
     fn needs(&self) -> bool {
-        self.needs_cap > 0
+        self.needs_cap > 0 || self.sketch_needs
     }
 }
 
@@ -538,8 +547,44 @@ struct Live {
     ever_referenced: bool,
     /// The newest send time offered to the lanes, and the frames' needs (for the bounds).
     newest_offered: Option<Nanos>,
-    needs: Vec<(Nanos, f64)>,
-    needs_dropped: bool,
+    needs: KeptNeeds,
+}
+
+/// A stream's frames' needs (for the bounds), while its pass keeps them.
+enum KeptNeeds {
+    Listed(Vec<(Nanos, f64)>),
+    Sketched(Box<NeedsSketch>),
+}
+
+impl KeptNeeds {
+    /// How many are listed.
+    fn listed(&self) -> usize {
+        match self {
+            Self::Listed(l) => l.len(),
+            Self::Sketched(_) => 0,
+        }
+    }
+
+    fn push(&mut self, at: Nanos, need: f64) {
+        match self {
+            Self::Listed(l) => l.push((at, need)),
+            Self::Sketched(s) => s.push(at, need),
+        }
+    }
+
+    /// Sketches the needs listed, and those to come.
+    fn sketch(&mut self) {
+        if let Self::Listed(l) = self {
+            *self = Self::Sketched(Box::new(NeedsSketch::of(l)));
+        }
+    }
+
+    fn into_needs(self) -> StreamNeeds {
+        match self {
+            Self::Listed(l) => StreamNeeds::Listed(l),
+            Self::Sketched(s) => StreamNeeds::Sketched(s),
+        }
+    }
 }
 
 impl Live {
@@ -593,8 +638,7 @@ impl Live {
             spikes: Vec::new(),
             ever_referenced: false,
             newest_offered: None,
-            needs: Vec::new(),
-            needs_dropped: false,
+            needs: KeptNeeds::Listed(Vec::new()),
         }
     }
 
@@ -776,12 +820,11 @@ impl Live {
         // The frames from the first arrival to the last (`FramePlan::needs_ms`): every frame
         // rendered while the stream is read, and those at the end up to its last arrival.
         if ctx.needs()
-            && !self.needs_dropped
             && (!end || at <= self.last)
             && let Some(newest) = self.newest_offered
         {
             self.needs
-                .push((at, (at + offset - newest).as_nanos() as f64 * 1e-6));
+                .push(at, (at + offset - newest).as_nanos() as f64 * 1e-6);
         }
         if end {
             let mut value = Vec::new();
@@ -903,7 +946,7 @@ impl Live {
                 channels: self.channels,
                 packets: 0,
                 metrics,
-                needs: ctx.needs().then(Vec::new),
+                needs: ctx.needs().then(|| self.needs.into_needs()),
                 logged: Vec::new(),
             });
         };
@@ -970,7 +1013,7 @@ impl Live {
             channels: self.channels,
             packets: count,
             metrics,
-            needs: (ctx.needs() && !self.needs_dropped).then_some(self.needs),
+            needs: ctx.needs().then(|| self.needs.into_needs()),
             logged,
         })
     }
