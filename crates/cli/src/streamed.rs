@@ -136,9 +136,9 @@ pub(crate) fn sweep(
                 if bounds.any.sketched() {
                     crate::say::note!(
                         "note: {display}: more than {NEEDS_CAP} frames: the rows' bounds come \
-                         from a sketch of the frames' needs, a floor at most share × the \
-                         largest need / 2048 below the exact one (sweep --in-memory computes \
-                         them exactly)"
+                         from a sketch of the frames' needs: still floors, below the exact ones \
+                         by at most 1/2047 of what the starved frames save (sweep --in-memory \
+                         computes them exactly)"
                     );
                 }
                 bounds
