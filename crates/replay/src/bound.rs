@@ -174,9 +174,13 @@ impl Segments {
         let mut hull: Vec<(usize, f64)> = Vec::new();
         for s in &sorted {
             start += cost(s, 0);
-            hull_pieces((0..=s.len()).map(|k| (k, cost(s, k))), &mut hull, |saving, len| {
-                pieces.push((saving, len));
-            });
+            hull_pieces(
+                (0..=s.len()).map(|k| (k, cost(s, k))),
+                &mut hull,
+                |saving, len| {
+                    pieces.push((saving, len));
+                },
+            );
         }
         pieces.sort_by(|a, b| b.0.total_cmp(&a.0));
         Curve {
@@ -523,7 +527,9 @@ impl NeedsSketch {
     pub fn push(&mut self, at: Nanos, need: f64) {
         self.any.single(need);
         let first = *self.first.get_or_insert(at);
-        let index = (at - first).as_nanos().div_euclid(DEFAULT_WINDOW.as_nanos());
+        let index = (at - first)
+            .as_nanos()
+            .div_euclid(DEFAULT_WINDOW.as_nanos());
         if index != self.index {
             self.close();
             self.index = index;
@@ -983,15 +989,24 @@ mod tests {
         assert!(any.sketched() && window.sketched());
         let frames: usize = streams.iter().map(Vec::len).sum();
         assert_eq!((any.frames(), window.frames()), (frames, frames));
-        for (name, sketch, exact) in [("any", &any, &exact.any), ("window", &window, &exact.window)] {
+        for (name, sketch, exact) in [
+            ("any", &any, &exact.any),
+            ("window", &window, &exact.window),
+        ] {
             let start = exact.total(0);
             let tol = 1e-9 * (start.abs() + 1.0);
-            assert!((sketch.total(0) - start).abs() <= tol, "{name}: nothing starved");
+            assert!(
+                (sketch.total(0) - start).abs() <= tol,
+                "{name}: nothing starved"
+            );
             let mut budgets: Vec<usize> = (0..=frames).step_by(frames / 97).collect();
             budgets.extend([1, 2, 3, frames - 1, frames, frames + 5]);
             for b in budgets {
                 let (s, e) = (sketch.total(b), exact.total(b));
-                assert!(s <= e + tol, "{name} budget {b}: sketch {s} above exact {e}");
+                assert!(
+                    s <= e + tol,
+                    "{name} budget {b}: sketch {s} above exact {e}"
+                );
                 if b > exact.exact_up_to() || name == "any" {
                     assert!(
                         e - s <= (start - e) / 2047.0 + tol,
@@ -1031,7 +1046,10 @@ mod tests {
         merged.merge(b);
         let (whole, merged) = (Curve::of_sketch(whole), Curve::of_sketch(merged));
         for b in [0, 3, 77, 300, 500] {
-            assert!((whole.total(b) - merged.total(b)).abs() <= 1e-9, "budget {b}");
+            assert!(
+                (whole.total(b) - merged.total(b)).abs() <= 1e-9,
+                "budget {b}"
+            );
         }
     }
 }

@@ -100,12 +100,19 @@ fn needs_beyond_the_cap_are_sketched_into_floors() {
     let listed = run(usize::MAX);
     assert!(listed.iter().all(|n| matches!(n, StreamNeeds::Listed(_))));
     let sketched = run(4_000);
-    assert!(sketched.iter().all(|n| matches!(n, StreamNeeds::Sketched(_))));
+    assert!(
+        sketched
+            .iter()
+            .all(|n| matches!(n, StreamNeeds::Sketched(_)))
+    );
     let (exact, sketch) = (Bounds::of_streams(listed), Bounds::of_streams(sketched));
     assert!(sketch.any.sketched() && !exact.any.sketched());
     let frames = exact.any.frames();
     assert!(frames > 20_000, "{frames} frames");
-    assert_eq!((sketch.any.frames(), sketch.window.frames()), (frames, frames));
+    assert_eq!(
+        (sketch.any.frames(), sketch.window.frames()),
+        (frames, frames)
+    );
     for share in [0.0, 0.001, 0.01, 0.05, 0.2, 0.5, 1.0] {
         for (name, s, e) in [
             ("any", &sketch.any, &exact.any),

@@ -28,6 +28,12 @@ pub(super) trait Source {
     /// Whether samples `from` and `to` are neighbours in the reference, as themselves (the
     /// zero-error shortcut; never for a stream still being read).
     fn adjacent_in_reference(&self, from: u32, to: u32) -> bool;
+    /// Whether samples `from` and `to` are two consecutive points of the reference, asked
+    /// once both are final ([`ReferenceTrack::consecutive`], `cursor` its hint).
+    fn consecutive(&self, cursor: &mut usize, from: u32, to: u32) -> bool {
+        self.reference()
+            .consecutive(cursor, self.sample(from), self.sample(to))
+    }
     /// The stream's spikes (those closed so far, for a stream still being read).
     fn spikes(&self) -> &[Spike];
 }
@@ -338,12 +344,12 @@ impl<E: Engine, R: Ring> Lane<E, R> {
         let (applied, pick) = self.engine.frame(at, at + offset);
         let target = applied.target;
         if !reference.channels.is_empty() {
-            self.recent.push(Shown {
+            self.recent.push(Shown::new(
                 target,
-                from: pick.from.unwrap_or(u32::MAX),
-                to: pick.to.unwrap_or(u32::MAX),
-                factor: pick.factor,
-            });
+                pick.from.unwrap_or(u32::MAX),
+                pick.to.unwrap_or(u32::MAX),
+                pick.factor,
+            ));
         }
         if self.prev_target.is_some_and(|p| target < p) {
             metrics.backward_steps += 1;
@@ -515,7 +521,7 @@ impl<E: Engine, R: Ring> Lane<E, R> {
             // in-memory replay counts it (without measuring).
             let zero = p.inside && {
                 let b = source.sample(p.to);
-                b.send < errors_before && reference.consecutive(&mut self.cursor, a, b)
+                b.send < errors_before && source.consecutive(&mut self.cursor, p.from, p.to)
             };
             if !zero && !reference.holds_floor(p.target) {
                 return false;

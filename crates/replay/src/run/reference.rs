@@ -336,6 +336,101 @@ pub(super) struct Shown {
     pub(super) factor: Factor,
 }
 
+impl Shown {
+    #[inline(always)]
+    pub(super) fn new(target: Nanos, from: u32, to: u32, factor: Factor) -> Self {
+        Self {
+            target,
+            from,
+            to,
+            factor,
+        }
+    }
+}
+
+/// How a ring keeps a [`Shown`].
+pub(super) trait Entry: Copy + Default {
+    fn pack(f: Shown) -> Self;
+    fn unpack(&self) -> Shown;
+    fn target(&self) -> Nanos;
+    /// `from` and `to`.
+    fn indices(&self) -> [u32; 2];
+}
+
+impl Entry for Shown {
+    #[inline(always)]
+    fn pack(f: Shown) -> Self {
+        f
+    }
+
+    #[inline(always)]
+    fn unpack(&self) -> Shown {
+        *self
+    }
+
+    #[inline(always)]
+    fn target(&self) -> Nanos {
+        self.target
+    }
+
+    #[inline(always)]
+    fn indices(&self) -> [u32; 2] {
+        [self.from, self.to]
+    }
+}
+
+/// A [`Shown`] with its factor as two words, written field by field: a streaming pass's
+/// ring. Copied whole, the frame went through a temporary on the stack there, written in
+/// 4- and 8-byte parts and read back in wider loads: a store-forwarding stall at every frame
+/// (a fifth of a streaming sweep's lane time in `perf annotate`; about 8 % of its CPU time).
+/// The in-memory replay's code does not make the temporary and keeps [`Shown`] as it is.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Packed {
+    target: Nanos,
+    from: u32,
+    to: u32,
+    /// [`Factor::Ratio`]'s numerator, or [`Factor::Value`]'s bits when `den` is 0.
+    num: i64,
+    den: i64,
+}
+
+impl Entry for Packed {
+    #[inline(always)]
+    fn pack(f: Shown) -> Self {
+        let (num, den) = match f.factor {
+            Factor::Value(v) => (v.to_bits() as i64, 0),
+            Factor::Ratio(num, den) => (num, den),
+        };
+        Self {
+            target: f.target,
+            from: f.from,
+            to: f.to,
+            num,
+            den,
+        }
+    }
+
+    #[inline(always)]
+    fn unpack(&self) -> Shown {
+        let factor = if self.den == 0 {
+            Factor::Value(f64::from_bits(self.num as u64))
+        } else {
+            Factor::Ratio(self.num, self.den)
+        };
+        Shown::new(self.target, self.from, self.to, factor)
+    }
+
+    #[inline(always)]
+    fn target(&self) -> Nanos {
+        self.target
+    }
+
+    #[inline(always)]
+    fn indices(&self) -> [u32; 2] {
+        [self.from, self.to]
+    }
+}
+
 /// The last frames shown, in a fixed ring written once per frame (~8 s at 60 fps): cheap
 /// enough for the replay loop, read only when a sample arrives late. Where the ring lives is
 /// `R`'s choice: allocated whole ([`Fixed`], the in-memory replay's), or after a replay's
@@ -351,47 +446,52 @@ const RECENT_LEN: usize = 512;
 
 /// Where [`Recent`] keeps its frames.
 pub(super) trait Ring {
+    type Entry: Entry;
     fn new() -> Self;
     /// Writes frame number `i` (the next one).
     fn put(&mut self, i: usize, f: Shown);
     /// The frames kept, in no particular order, once `written` were.
-    fn kept(&self, written: usize) -> &[Shown];
+    fn kept(&self, written: usize) -> &[Self::Entry];
     /// Frame number `i`, one of the last [`RECENT_LEN`].
-    fn get(&self, i: usize) -> &Shown;
+    fn get(&self, i: usize) -> &Self::Entry;
 }
 
 /// The ring, allocated whole.
-pub(super) struct Fixed(Box<[Shown; RECENT_LEN]>);
+pub(super) struct Fixed<E = Shown>(Box<[E; RECENT_LEN]>);
 
-impl Ring for Fixed {
+impl<E: Entry> Ring for Fixed<E> {
+    type Entry = E;
+
     fn new() -> Self {
-        Self(Box::new([Shown::default(); RECENT_LEN]))
+        Self(Box::new([E::default(); RECENT_LEN]))
     }
 
     #[inline(always)]
     fn put(&mut self, i: usize, f: Shown) {
-        self.0[i % RECENT_LEN] = f;
+        self.0[i % RECENT_LEN] = E::pack(f);
     }
 
-    fn kept(&self, written: usize) -> &[Shown] {
+    fn kept(&self, written: usize) -> &[E] {
         &self.0[..written.min(RECENT_LEN)]
     }
 
-    fn get(&self, i: usize) -> &Shown {
+    fn get(&self, i: usize) -> &E {
         &self.0[i % RECENT_LEN]
     }
 }
 
 /// A short list of the first frames, then the ring.
 pub(super) struct Growing {
-    first: Vec<Shown>,
-    ring: Option<Fixed>,
+    first: Vec<Packed>,
+    ring: Option<Fixed<Packed>>,
 }
 
 /// Frames [`Growing`] keeps in its list before it allocates the ring.
 const FIRST: usize = 64;
 
 impl Ring for Growing {
+    type Entry = Packed;
+
     fn new() -> Self {
         Self {
             first: Vec::new(),
@@ -407,14 +507,14 @@ impl Ring for Growing {
         }
     }
 
-    fn kept(&self, written: usize) -> &[Shown] {
+    fn kept(&self, written: usize) -> &[Packed] {
         match &self.ring {
             Some(ring) => ring.kept(written),
             None => &self.first,
         }
     }
 
-    fn get(&self, i: usize) -> &Shown {
+    fn get(&self, i: usize) -> &Packed {
         match &self.ring {
             Some(ring) => ring.get(i),
             None => &self.first[i],
@@ -428,7 +528,7 @@ impl Growing {
     #[inline(never)]
     fn put_first(&mut self, i: usize, f: Shown) {
         if self.first.len() < FIRST {
-            self.first.push(f);
+            self.first.push(Packed::pack(f));
         } else {
             let mut ring = Fixed::new();
             ring.0[..self.first.len()].copy_from_slice(&self.first);
@@ -458,7 +558,7 @@ impl<R: Ring> Recent<R> {
         self.ring
             .kept(self.written)
             .iter()
-            .flat_map(|f| [f.from, f.to])
+            .flat_map(Entry::indices)
             .filter(|&i| i != u32::MAX)
             .min()
     }
@@ -470,8 +570,8 @@ impl<R: Ring> Recent<R> {
         while i > oldest {
             i -= 1;
             let f = self.ring.get(i);
-            if f.target <= t {
-                return Some(*f);
+            if f.target() <= t {
+                return Some(f.unpack());
             }
         }
         None

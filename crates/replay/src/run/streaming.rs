@@ -39,13 +39,13 @@ use super::lane::{Lane, LoggedFrame, Source};
 use super::reference::{Growing, Placed, ReferenceTrack};
 use super::{FrameClock, Stream};
 use crate::bound::NeedsSketch;
-use crate::sweep::StreamNeeds;
 use crate::buffer::{Packet, SeqWindow};
 use crate::clock::{ClockMapping, HindsightOffsets, OnlineClock};
 use crate::engine::{Engine, SnapshotEngine};
 use crate::metrics::{Metrics, Reference};
 use crate::policy::{Built, Policy};
 use crate::recovery::{Detector, Spike, SpikeRule};
+use crate::sweep::StreamNeeds;
 
 /// Runs `$body` with `$lane` (and its policy index and delay) for every lane of `$lanes`.
 macro_rules! each_lane {
@@ -424,6 +424,9 @@ struct Window {
     base: u32,
     reference: ReferenceTrack,
     rotation: Option<usize>,
+    /// Per sample, the answer of [`Source::consecutive`] for it and the sample it was asked
+    /// with (`(to + 1) << 1 | answer`; 0: not asked): the same for every lane, asked by each.
+    pairs: VecDeque<std::cell::Cell<u64>>,
 }
 
 impl Source for Window {
@@ -447,6 +450,21 @@ impl Source for Window {
     #[inline(always)]
     fn adjacent_in_reference(&self, _from: u32, _to: u32) -> bool {
         false
+    }
+
+    #[inline]
+    fn consecutive(&self, cursor: &mut usize, from: u32, to: u32) -> bool {
+        // Asked once both are final, so the answer stands: the first lane to ask finds it.
+        let memo = &self.pairs[(from - self.base) as usize];
+        let known = memo.get();
+        if known >> 1 == u64::from(to) + 1 {
+            return known & 1 == 1;
+        }
+        let answer = self
+            .reference
+            .consecutive(cursor, self.sample(from), self.sample(to));
+        memo.set(((u64::from(to) + 1) << 1) | u64::from(answer));
+        answer
     }
 
     #[inline(always)]
@@ -615,6 +633,7 @@ impl Live {
                 base: 0,
                 reference: ReferenceTrack::empty(Vec::new()),
                 rotation: crate::values::rotation_channels(&channels),
+                pairs: VecDeque::new(),
             },
             channels,
             lanes,
@@ -769,6 +788,7 @@ impl Live {
         }
         let (arrival, send) = (s.arrival, s.send);
         self.window.samples.push_back(s);
+        self.window.pairs.push_back(std::cell::Cell::new(0));
         // After the last frame (a list of frame times run out), a sample is never offered.
         if self.frames.as_ref().and_then(OpenFrames::peek).is_some() {
             self.queued.push(idx);
@@ -918,6 +938,7 @@ impl Live {
         let window = &mut self.window;
         let drop = (oldest - window.base) as usize;
         window.samples.drain(..drop.min(window.samples.len()));
+        window.pairs.drain(..drop.min(window.pairs.len()));
         window.base += drop as u32;
         let keep = lowest.map_or(0, |t| {
             window
