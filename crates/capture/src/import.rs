@@ -145,7 +145,7 @@ pub fn import_csv<R: Read>(input: R, source_name: &str) -> Result<Imported, Erro
                 send,
                 state: 0,
                 event: None,
-                values,
+                values: values.into(),
             },
         ));
     }
@@ -228,7 +228,7 @@ mod tests {
             (first.seq, first.send, first.arrival),
             (3, Nanos::from_millis(150), Nanos::from_millis(151))
         );
-        assert_eq!(first.values, vec![15.0]);
+        assert_eq!(first.values[..], [15.0]);
     }
 
     /// A value column whose name the trace's channel list cannot hold (a comma) is refused,

@@ -202,7 +202,7 @@ fn send_on(
                 send,
                 state,
                 event,
-                values: values.to_vec(),
+                values: crate::decode::Values::from_slice(&values[..]),
             }
             .emit();
             if payload.len() < config.size {

@@ -399,7 +399,7 @@ pub fn generate_into(
             send: send_sender,
             state,
             event,
-            values: values.to_vec(),
+            values: crate::decode::Values::from_slice(&values[..]),
         }
         .emit();
         let bytes = 28 + payload.len() as u32; // IPv4 + UDP headers on the bottleneck

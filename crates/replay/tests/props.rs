@@ -319,7 +319,7 @@ fn file_order(trace: &[Sample], two: bool, lag_ms: i64, truth: bool) -> Vec<(Sam
             let mut c = s.clone();
             c.stream = 1;
             c.arrival += Nanos::from_millis(lag_ms);
-            c.values = vec![s.values[0] * 2.0, -1.0];
+            c.values = vec![s.values[0] * 2.0, -1.0].into();
             (c.arrival, 1, c, false)
         }));
     }

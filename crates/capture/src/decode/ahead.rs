@@ -13,7 +13,7 @@ use std::io::Read;
 use std::sync::mpsc;
 
 use crate::Error;
-use crate::decode::{Collector, Finished, Sample, SampleSink, StreamInfo};
+use crate::decode::{Collector, Finished, Sample, SampleSink, StreamInfo, Values};
 use crate::trace::read::Step;
 use crate::trace::{Reader, RecordRef};
 
@@ -56,13 +56,20 @@ impl SampleSink for Forward {
             g.streams.extend_from_slice(&streams[self.known..]);
             self.known = streams.len();
         }
-        // The values travel in one flat buffer: memory allocated on one thread and freed on
-        // the other is slow (the allocator's per-thread caches never see it come back), so
-        // each side allocates and frees its own.
+        // Values kept inline travel with their sample. More than that travel in one flat
+        // buffer: memory allocated on one thread and freed on the other is slow (the
+        // allocator's per-thread caches never see it come back), so each side allocates and
+        // frees its own.
         for mut s in samples.drain(..) {
-            g.values.extend_from_slice(&s.values);
-            g.counts.push((s.values.len() as u32, streams.len() as u32));
-            s.values = Vec::new();
+            let flat = if s.values.spilled() {
+                g.values.extend_from_slice(&s.values);
+                let n = s.values.len() as u32;
+                s.values = Values::new();
+                n
+            } else {
+                0
+            };
+            g.counts.push((flat, streams.len() as u32));
             g.samples.push((s, truth));
         }
     }
@@ -94,8 +101,10 @@ impl<S: SampleSink> Mirror<S> {
                 self.streams.push(info);
             }
             let n = n as usize;
-            s.values = g.values[at..at + n].to_vec();
-            at += n;
+            if n > 0 {
+                s.values = Values::from_slice(&g.values[at..at + n]);
+                at += n;
+            }
             self.one.push(s);
             self.sink.samples(&mut self.one, truth, &self.streams);
             self.one.clear();

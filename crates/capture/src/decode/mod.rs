@@ -25,8 +25,8 @@ pub use decoded::{Decoded, StreamIndex};
 pub use flow::FlowSummary;
 pub(crate) use sample::in_range;
 pub use sample::{
-    ClockInference, DecodeError, Lifecycle, MAX_MAGNITUDE, MediaKind, Sample, SendInference,
-    StreamInfo,
+    ClockInference, DecodeError, INLINE_VALUES, Lifecycle, MAX_MAGNITUDE, MediaKind, Sample,
+    SendInference, StreamInfo, Values,
 };
 pub use stream::StreamDecoder;
 pub(crate) use stream::send_time;

@@ -40,7 +40,7 @@ pub struct Probe {
     /// A lifecycle event at this snapshot, if any.
     pub event: Option<Lifecycle>,
     /// The continuous values (position, rotation quaternion, ...).
-    pub values: Vec<f64>,
+    pub values: super::Values,
 }
 
 impl Probe {
@@ -106,7 +106,7 @@ impl Probe {
         }
         let be_u32 = |at: usize| u32::from_be_bytes(buf[at..at + 4].try_into().unwrap_or_default());
         let be_u64 = |at: usize| u64::from_be_bytes(buf[at..at + 8].try_into().unwrap_or_default());
-        let values: Vec<f64> = buf[HEADER_LEN..HEADER_LEN + 8 * n]
+        let values: super::Values = buf[HEADER_LEN..HEADER_LEN + 8 * n]
             .chunks_exact(8)
             .map(|b| {
                 f64::from_bits(u64::from_be_bytes([
@@ -140,7 +140,7 @@ mod tests {
             send: Nanos(-5),
             state: 9,
             event: Some(Lifecycle::Teleport),
-            values: vec![1.5, -2.0, 0.25],
+            values: vec![1.5, -2.0, 0.25].into(),
         }
     }
 

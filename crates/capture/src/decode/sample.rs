@@ -66,6 +66,13 @@ impl Lifecycle {
     }
 }
 
+/// How many values a [`Sample`] keeps inline, without an allocation: seven, a position and a
+/// rotation quaternion (the probe's and `synth`'s channels).
+pub const INLINE_VALUES: usize = 7;
+
+/// A sample's values: a small vector (a slice when read; `Vec<f64>` converts with `.into()`).
+pub type Values = smallvec::SmallVec<[f64; INLINE_VALUES]>;
+
 /// One decoded packet. The three clocks stay apart (C1, C2): `seq` identifies the sample,
 /// `send` (sender clock) orders it, `arrival` (local clock) says when it became available.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,8 +85,8 @@ pub struct Sample {
     pub send: Nanos,
     /// Arrival time on the local clock (for ground truth: the local send time).
     pub arrival: Nanos,
-    /// Continuous values (empty for RTP).
-    pub values: Vec<f64>,
+    /// Continuous values (empty for RTP), inline up to [`INLINE_VALUES`].
+    pub values: Values,
     /// Discrete state, switched never averaged (C14).
     pub state: Option<u32>,
     /// Lifecycle event at this sample.
@@ -106,7 +113,7 @@ impl Sample {
             seq,
             send,
             arrival,
-            values: Vec::new(),
+            values: Values::new(),
             state: None,
             event: None,
             marker: false,
@@ -118,8 +125,8 @@ impl Sample {
     }
 
     /// The same sample carrying `values`.
-    pub fn with_values(mut self, values: Vec<f64>) -> Self {
-        self.values = values;
+    pub fn with_values(mut self, values: impl Into<Values>) -> Self {
+        self.values = values.into();
         self
     }
 }

@@ -368,7 +368,7 @@ impl StreamDecoder {
             .get_or_insert(fresh)
             .extend(&mut d)?;
         Ok(Sample {
-            values: d.values,
+            values: d.values.into(),
             state: d.state,
             ..Sample::new(stream, d.seq, d.send, rec.time)
         })
@@ -475,7 +475,7 @@ impl StreamDecoder {
             seq,
             send,
             arrival: rec.time,
-            values: Vec::new(),
+            values: super::Values::new(),
             state: None,
             event: None,
             marker: h.marker,

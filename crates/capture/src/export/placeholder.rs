@@ -76,7 +76,7 @@ mod tests {
             send: Nanos(0),
             state: 0,
             event: None,
-            values: vec![],
+            values: Default::default(),
         };
         let rec = Record::received(Nanos(0), probe(3).emit());
         let (s, d, placed) = endpoints(&rec);

@@ -40,7 +40,7 @@ fn tiny_streams(path: &Path, streams: u32, each: u64) {
                 send,
                 state: 0,
                 event: None,
-                values: vec![1.0],
+                values: vec![1.0].into(),
             };
             let at = send + Nanos::from_micros(i64::from(stream % 1000) + 3_000);
             w.write(&Record::received(at, probe.emit())).unwrap();

@@ -182,7 +182,7 @@ mod tests {
         samples[1].state = Some(4);
         samples[2].event = Some(Lifecycle::Teleport);
         samples[3].values[1] = f64::NAN;
-        samples[4].values = vec![];
+        samples[4].values.clear();
         let script = Script {
             packets: vec![
                 (packet(0, 0, 0, false), Nanos::from_millis(7)),
