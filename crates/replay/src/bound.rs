@@ -258,7 +258,7 @@ impl Curve {
     pub fn of_sketch(mut sketch: Sketch) -> Self {
         sketch.settle();
         let mut buckets: Vec<(u64, Bucket)> = sketch.buckets.into_iter().collect();
-        buckets.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        buckets.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
         Self {
             frames: sketch.frames,
             exact: vec![sketch.start],
@@ -378,7 +378,7 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn add(&mut self, other: Bucket) {
+    fn add(&mut self, other: Self) {
         self.frames += other.frames;
         self.sum += other.sum;
         self.max = self.max.max(other.max);
@@ -465,7 +465,7 @@ impl Sketch {
     }
 
     /// Adds every frame of `other`.
-    pub fn merge(&mut self, mut other: Sketch) {
+    pub fn merge(&mut self, mut other: Self) {
         other.settle();
         self.settle();
         self.frames += other.frames;
@@ -552,7 +552,7 @@ impl NeedsSketch {
     /// gives them from the listed frames (within [`Sketch`]'s error).
     ///
     /// [`Bounds::of`]: crate::sweep::Bounds::of
-    pub fn curves(streams: impl IntoIterator<Item = NeedsSketch>) -> (Curve, Curve) {
+    pub fn curves(streams: impl IntoIterator<Item = Self>) -> (Curve, Curve) {
         let (mut any, mut window, mut singles) = (Sketch::default(), Sketch::default(), true);
         for mut s in streams {
             s.close();
